@@ -1,0 +1,32 @@
+"""The ``specmeter`` command: a typer app, one module per command; heavy imports happen inside commands."""
+
+from __future__ import annotations
+
+import typer
+
+from specmeter.cli import bench, demo
+
+app = typer.Typer(
+    name="specmeter",
+    help="Does speculative decoding pay off on your traffic? Acceptance, real speedup, jitter, memory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("bench")(bench.bench)
+app.command("demo")(demo.demo)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    if version:
+        from specmeter import __version__
+
+        typer.echo(f"specmeter {__version__}")
+        raise typer.Exit()
+
+
+def main() -> None:
+    app()

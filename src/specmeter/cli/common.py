@@ -1,0 +1,37 @@
+"""Helpers shared by commands: one-line user errors, option parsing, the console."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+
+console = Console(stderr=False, highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Stop with a user-facing error: one line (or one line per problem), no traceback."""
+    for line in message.splitlines() or [message]:
+        err_console.print(f"[bold red]error:[/] {line}", markup=True, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def parse_int_list(value: str, option: str) -> list[int]:
+    """``"4"`` or ``"1,2,4,8"`` -> sorted unique positive ints; a bad value fails naming the option."""
+    out: list[int] = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            fail(f"{option}: {value!r} is not a positive integer or a comma-separated list of them")
+        out.append(int(part))
+    return sorted(set(out))
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()

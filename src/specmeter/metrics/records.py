@@ -1,0 +1,120 @@
+"""Raw records of a run: what the engine observed, nothing derived.
+
+The engine fills these in while it decodes; every metric in this package is a pure function over them
+(DESIGN.md: "metrics are derived later from these records, never inside the loop"). They carry no torch
+types so that metrics, reports and stores load without torch.
+
+Times are seconds (floats) measured with ``time.perf_counter``; emission times are relative to the
+request's start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+FinishReason = Literal["eos", "length", "interrupted"]
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One target forward in the decode loop.
+
+    ``drafted`` is d_s (0 for a baseline step or a target-only step at the very end of a request),
+    ``accepted`` is a_s as the verifier decided it; ``emitted`` is how many tokens the step actually
+    appended to the output (a_s + 1 unless EOS or the token limit cut it short).
+    """
+
+    drafted: int
+    accepted: int
+    emitted: int
+    draft_s: float
+    verify_s: float
+    draft_forwards: int = 0
+
+
+@dataclass(frozen=True)
+class Emission:
+    """Tokens becoming visible to the user at once: one engine step or one streamed chunk."""
+
+    t: float  # seconds since the request started
+    tokens: int
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """Everything observed for one request of one run (baseline or candidate)."""
+
+    id: str
+    category: str
+    prompt_tokens: int
+    output_tokens: int
+    latency_s: float  # request start -> last token
+    ttft_s: float  # request start -> first token
+    prefill_s: float  # time spent in prompt prefill (target and draft)
+    steps: tuple[StepRecord, ...] = ()
+    emissions: tuple[Emission, ...] = ()
+    output_ids: tuple[int, ...] = ()
+    finish_reason: FinishReason = "length"
+    matches_baseline: bool | None = None
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """Forward-pass costs on warm caches.
+
+    ``target_s[n-1]`` is t_T(n), the median time of one target forward over n new tokens, for
+    n = 1..len(target_s); ``draft_s`` is t_D(1). ``*_spread`` hold the interquartile range of the repeats.
+    """
+
+    target_s: tuple[float, ...]
+    draft_s: float
+    target_spread: tuple[float, ...] = ()
+    draft_spread: float = 0.0
+    repeats: int = 0
+
+    def t_target(self, n: int) -> float:
+        """t_T(n); n beyond the measured range is extrapolated linearly from the last two points."""
+        if n < 1:
+            raise ValueError("n must be >= 1")
+        if n <= len(self.target_s):
+            return self.target_s[n - 1]
+        if len(self.target_s) == 1:
+            return self.target_s[0]
+        slope = self.target_s[-1] - self.target_s[-2]
+        return self.target_s[-1] + slope * (n - len(self.target_s))
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Static facts about a model that the memory metrics need."""
+
+    name: str
+    path: str
+    architecture: str
+    params: int
+    weight_bytes: int
+    kv_bytes_per_token: int
+    dtype: str
+    num_layers: int
+    num_kv_heads: int
+    head_dim: int
+    implementation: str = "native"  # "native" or "transformers"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One (target, draft, k, sampling) over a workload; ``draft`` is None for the baseline."""
+
+    target: ModelInfo
+    draft: ModelInfo | None
+    k: int
+    temperature: float
+    top_p: float
+    requests: tuple[RequestRecord, ...] = ()
+    cost_curve: CostCurve | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return "baseline" if self.draft is None else f"{self.draft.name}@k={self.k}"

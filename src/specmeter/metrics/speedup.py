@@ -1,0 +1,126 @@
+"""Speedup: what speculation measurably bought (E_meas) and what three models say it should buy.
+
+DESIGN.md asks for all four side by side, because the gaps explain where time goes: E_seed (the field
+report's formula, from α and the cost ratio c), E_lev (Leviathan et al., from β, k and c, assuming a
+k+1-token verification costs one target forward), and E_cal (the measured τ and the measured cost curve).
+Inputs that are ``None`` (no drafts, no cost curve, no baseline) give ``None``, as do zero-time inputs
+that would divide by zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from specmeter.metrics.records import CostCurve, RequestRecord
+
+__all__ = [
+    "cost_ratio",
+    "pair_latencies",
+    "predict_speedup_calibrated",
+    "speedup_calibrated",
+    "speedup_leviathan",
+    "speedup_measured",
+    "speedup_seed",
+]
+
+
+def cost_ratio(curve: CostCurve | None) -> float | None:
+    """c = t_D(1) / t_T(1): one draft forward over one target forward (the field report's γ)."""
+    if curve is None or not curve.target_s or curve.target_s[0] <= 0:
+        return None
+    return curve.draft_s / curve.target_s[0]
+
+
+def speedup_seed(alpha: float | None, c: float | None) -> float | None:
+    """E_seed = 1 / (1 − α(1 − c)), the field report's model."""
+    if alpha is None or c is None:
+        return None
+    denominator = 1.0 - alpha * (1.0 - c)
+    if denominator <= 0:  # α = 1 with a free draft: unbounded, not a number to print
+        return None
+    return 1.0 / denominator
+
+
+def speedup_leviathan(beta: float | None, k: int, c: float | None) -> float | None:
+    """E_lev = (1 − β^{k+1}) / ((1 − β)(k·c + 1)); at β = 1 it is (k+1) / (k·c + 1).
+
+    The numerator is evaluated as Σ_{j=0..k} β^j, the same value without the 0/0 at β = 1.
+    """
+    if beta is None or c is None:
+        return None
+    expected_tokens = sum(beta**j for j in range(k + 1))
+    return expected_tokens / (k * c + 1.0)
+
+
+def speedup_calibrated(tau: float | None, k: int, curve: CostCurve | None) -> float | None:
+    """E_cal = τ · t_T(1) / (k · t_D(1) + t_T(k+1)), with the measured τ and the measured cost curve.
+
+    Per step the baseline would spend τ target forwards of one token to emit what speculation emits
+    with k draft forwards and one k+1-token verification.
+    """
+    if tau is None or curve is None or not curve.target_s:
+        return None
+    step_time = k * curve.draft_s + curve.t_target(k + 1)
+    if step_time <= 0:
+        return None
+    return tau * curve.t_target(1) / step_time
+
+
+def predict_speedup_calibrated(
+    cumulative: Sequence[float | None], k: int, curve: CostCurve | None
+) -> float | None:
+    """E_cal for draft length k predicted from per-position cumulative acceptance P_0..P_{k-1}.
+
+    τ(k) = 1 + Σ_{i<k} P_i: each position contributes the probability that it is reached and accepted.
+    This relies on positions 1..k behaving the same whether or not the draft goes on to k_max, which
+    holds for a draft model proposing greedily or by sampling token by token. Positions that were never
+    measured make the prediction ``None`` rather than a guess.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    if k > len(cumulative):
+        return None
+    rates = cumulative[:k]
+    if any(p is None for p in rates):
+        return None
+    tau = 1.0 + sum(p for p in rates if p is not None)
+    return speedup_calibrated(tau, k, curve)
+
+
+def pair_latencies(
+    spec: Iterable[RequestRecord], baseline: Iterable[RequestRecord], *, decode_only: bool = False
+) -> tuple[list[float], list[float]]:
+    """(baseline times, speculative times) of the requests present in both runs, paired by id.
+
+    The n-th occurrence of an id in one run pairs with the n-th in the other, so a workload that repeats
+    a prompt still pairs like with like. ``decode_only`` uses latency − TTFT, removing prefill and queueing.
+    """
+
+    def keyed(requests: Iterable[RequestRecord]) -> dict[tuple[str, int], float]:
+        seen: dict[str, int] = {}
+        out: dict[tuple[str, int], float] = {}
+        for r in requests:
+            n = seen.get(r.id, 0)
+            seen[r.id] = n + 1
+            out[(r.id, n)] = r.latency_s - r.ttft_s if decode_only else r.latency_s
+        return out
+
+    spec_times = keyed(spec)
+    base_times = keyed(baseline)
+    keys = [key for key in spec_times if key in base_times]  # spec order, for reproducible bootstraps
+    return [base_times[key] for key in keys], [spec_times[key] for key in keys]
+
+
+def speedup_measured(
+    spec: Iterable[RequestRecord], baseline: Iterable[RequestRecord], *, decode_only: bool = False
+) -> float | None:
+    """E_meas = Σ baseline latency / Σ speculative latency over requests paired by id.
+
+    A ratio of totals, not a mean of per-request ratios: it is the wall-clock saving on the workload,
+    and short requests with noisy ratios do not dominate it.
+    """
+    base, spec_times = pair_latencies(spec, baseline, decode_only=decode_only)
+    total_spec = sum(spec_times)
+    if not base or total_spec <= 0:
+        return None
+    return sum(base) / total_spec

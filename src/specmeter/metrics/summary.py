@@ -1,0 +1,267 @@
+"""One run's summary, in exactly the keys of docs/results.md, plus the danger-zone verdict.
+
+This is where the pure metric functions meet a RunRecord: it decides which figures apply (a baseline
+run has no acceptance or speedup, so those are None), converts seconds to milliseconds, turns tuples into
+lists, and keeps full precision, so the result is plain JSON that bench, tune, load and demo write as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from specmeter.metrics.acceptance import (
+    acceptance_counts,
+    acceptance_length,
+    acceptance_rate,
+    beta_mle,
+    per_position_acceptance,
+)
+from specmeter.metrics.latency import (
+    chunk_gaps,
+    count_stalls,
+    jitter,
+    per_token_gaps,
+    percentiles,
+    tail_ratio,
+    tokens_per_second,
+    tpot,
+)
+from specmeter.metrics.memory import bandwidth_efficiency, extra_memory_bytes, weight_traffic_per_token
+from specmeter.metrics.records import RunRecord
+from specmeter.metrics.speedup import (
+    cost_ratio,
+    pair_latencies,
+    speedup_calibrated,
+    speedup_leviathan,
+    speedup_measured,
+    speedup_seed,
+)
+from specmeter.metrics.stats import bootstrap_ratio_ci, paired_speedup_ci
+
+__all__ = [
+    "ACCEPTANCE_DANGER",
+    "SPEEDUP_DANGER",
+    "SUMMARY_KEYS",
+    "danger_zone",
+    "summarize",
+    "summarize_by_category",
+]
+
+ACCEPTANCE_DANGER = 0.5  # DESIGN.md: in the danger zone when α < 0.5 ...
+SPEEDUP_DANGER = 1.0  # ... or E_meas < 1.0
+
+MS = 1000.0
+
+# The summary table of docs/results.md, in its order; summarize() produces exactly these keys.
+SUMMARY_KEYS: tuple[str, ...] = (
+    "requests",
+    "steps",
+    "target_forwards",
+    "drafted_tokens",
+    "accepted_tokens",
+    "emitted_tokens",
+    "acceptance_rate",
+    "acceptance_rate_ci",
+    "beta",
+    "beta_ci",
+    "rejections",
+    "acceptance_length",
+    "acceptance_length_ci",
+    "per_position",
+    "cost_ratio",
+    "cost_curve",
+    "speedup_measured",
+    "speedup_measured_ci",
+    "speedup_measured_decode",
+    "speedup_seed",
+    "speedup_leviathan",
+    "speedup_calibrated",
+    "ttft_ms",
+    "tpot_ms",
+    "gap_ms",
+    "gap_per_token_ms",
+    "latency_ms",
+    "jitter",
+    "gap_p99_over_p50",
+    "stalls",
+    "stall_rate",
+    "tokens_per_s",
+    "weight_bytes",
+    "kv_bytes_per_token",
+    "extra_memory_bytes",
+    "weight_traffic_per_token",
+    "baseline_weight_traffic_per_token",
+    "bandwidth_efficiency",
+    "danger_zone",
+    "danger_reasons",
+)
+
+
+def _as_list(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else [interval[0], interval[1]]
+
+
+def summarize(
+    run: RunRecord, baseline: RunRecord | None, *, context_tokens: int | None = None
+) -> dict[str, object]:
+    """The docs/results.md summary of ``run``; ``baseline`` (paired by request id) gives E_meas.
+
+    ``context_tokens`` sizes the draft's KV cache in ``extra_memory_bytes``; by default the longest
+    prompt + output among the run's requests, i.e. what this workload needs held at once.
+    """
+    requests = run.requests
+    speculative = run.draft is not None
+    counts = acceptance_counts(requests)
+    per_request = [acceptance_counts(r.steps) for r in requests]
+
+    alpha = beta = tau = None
+    alpha_ci = beta_ci = tau_ci = None
+    positions: list[dict[str, object]] | None = None
+    c = e_seed = e_lev = e_cal = None
+    if speculative:
+        alpha, beta, tau = acceptance_rate(counts), beta_mle(counts), acceptance_length(counts)
+        accepted = [p.accepted for p in per_request]
+        alpha_ci = bootstrap_ratio_ci(accepted, [p.drafted for p in per_request])
+        beta_ci = bootstrap_ratio_ci(accepted, [p.accepted + p.rejections for p in per_request])
+        mean_accepted_ci = bootstrap_ratio_ci(accepted, [p.steps for p in per_request])
+        if mean_accepted_ci is not None:
+            tau_ci = (1.0 + mean_accepted_ci[0], 1.0 + mean_accepted_ci[1])  # τ = 1 + A/S
+        positions = [
+            {
+                "position": p.position,
+                "cumulative": p.cumulative,
+                "conditional": p.conditional,
+                "count": p.count,
+            }
+            for p in per_position_acceptance(requests, positions=run.k)
+        ]
+        c = cost_ratio(run.cost_curve)
+        e_seed = speedup_seed(alpha, c)
+        e_lev = speedup_leviathan(beta, run.k, c)
+        e_cal = speedup_calibrated(tau, run.k, run.cost_curve)
+
+    e_meas = e_meas_decode = None
+    e_meas_ci = None
+    if speculative and baseline is not None:
+        e_meas = speedup_measured(requests, baseline.requests)
+        e_meas_decode = speedup_measured(requests, baseline.requests, decode_only=True)
+        base_times, spec_times = pair_latencies(requests, baseline.requests)
+        e_meas_ci = paired_speedup_ci(base_times, spec_times)
+
+    gaps = [g for r in requests for g in chunk_gaps(r)]
+    token_gaps = [g for r in requests for g in per_token_gaps(r)]
+    tpots = [t for t in (tpot(r) for r in requests) if t is not None]
+    stall_count, gap_count = count_stalls(requests)
+
+    w_t = run.target.weight_bytes
+    w_d = run.draft.weight_bytes if run.draft is not None else None
+    extra: int | None = None
+    if run.draft is not None:
+        if context_tokens is None:
+            context_tokens = max((r.prompt_tokens + r.output_tokens for r in requests), default=0)
+        extra = extra_memory_bytes(run.draft.weight_bytes, run.draft.kv_bytes_per_token, context_tokens)
+    traffic = weight_traffic_per_token(
+        counts.target_forwards, counts.draft_forwards, counts.emitted, w_t, w_d or 0
+    )
+
+    curve = run.cost_curve
+    summary: dict[str, object] = {
+        "requests": len(requests),
+        "steps": counts.steps,
+        "target_forwards": counts.target_forwards,
+        "drafted_tokens": counts.drafted,
+        "accepted_tokens": counts.accepted,
+        "emitted_tokens": sum(r.output_tokens for r in requests),
+        "acceptance_rate": alpha,
+        "acceptance_rate_ci": _as_list(alpha_ci),
+        "beta": beta,
+        "beta_ci": _as_list(beta_ci),
+        "rejections": counts.rejections,
+        "acceptance_length": tau,
+        "acceptance_length_ci": _as_list(tau_ci),
+        "per_position": positions,
+        "cost_ratio": c,
+        "cost_curve": None
+        if curve is None
+        else {"target_ms": [t * MS for t in curve.target_s], "draft_ms": curve.draft_s * MS},
+        "speedup_measured": e_meas,
+        "speedup_measured_ci": _as_list(e_meas_ci),
+        "speedup_measured_decode": e_meas_decode,
+        "speedup_seed": e_seed,
+        "speedup_leviathan": e_lev,
+        "speedup_calibrated": e_cal,
+        "ttft_ms": percentiles([r.ttft_s for r in requests], scale=MS),
+        "tpot_ms": percentiles(tpots, scale=MS),
+        "gap_ms": percentiles(gaps, scale=MS),
+        "gap_per_token_ms": percentiles(token_gaps, scale=MS),
+        "latency_ms": percentiles([r.latency_s for r in requests], scale=MS),
+        "jitter": jitter(gaps),
+        "gap_p99_over_p50": tail_ratio(gaps),
+        "stalls": stall_count,
+        "stall_rate": stall_count / gap_count if gap_count else None,
+        "tokens_per_s": tokens_per_second(requests),
+        "weight_bytes": {"target": w_t, "draft": w_d},
+        "kv_bytes_per_token": {
+            "target": run.target.kv_bytes_per_token,
+            "draft": run.draft.kv_bytes_per_token if run.draft is not None else None,
+        },
+        "extra_memory_bytes": extra,
+        "weight_traffic_per_token": traffic,
+        "baseline_weight_traffic_per_token": w_t,
+        "bandwidth_efficiency": bandwidth_efficiency(w_t, traffic, extra) if speculative else None,
+        "danger_zone": False,
+        "danger_reasons": [],
+    }
+    in_danger, reasons = danger_zone(summary)
+    summary["danger_zone"] = in_danger
+    summary["danger_reasons"] = reasons
+    return summary
+
+
+def summarize_by_category(
+    run: RunRecord, baseline: RunRecord | None, *, context_tokens: int | None = None
+) -> dict[str, dict[str, object]]:
+    """One summary per request category, sorted by category name.
+
+    The baseline is cut to the ids of the category's requests, so E_meas pairs within the category.
+    """
+    result: dict[str, dict[str, object]] = {}
+    for category in sorted({r.category for r in run.requests}):
+        part = tuple(r for r in run.requests if r.category == category)
+        ids = {r.id for r in part}
+        base_part = None
+        if baseline is not None:
+            base_part = replace(baseline, requests=tuple(r for r in baseline.requests if r.id in ids))
+        result[category] = summarize(replace(run, requests=part), base_part, context_tokens=context_tokens)
+    return result
+
+
+def _figure(value: float, threshold: float, suffix: str = "") -> str:
+    # Two decimals, unless that would print 0.499 as "0.50 < 0.50".
+    for digits in range(2, 7):
+        shown = f"{value:.{digits}f}"
+        if shown != f"{threshold:.{digits}f}":
+            return shown + suffix
+    return f"{value!r}{suffix}"
+
+
+def danger_zone(summary: Mapping[str, object]) -> tuple[bool, list[str]]:
+    """(in the danger zone, reasons): α < 0.5 or E_meas < 1.0 (DESIGN.md), each reason a plain sentence.
+
+    Figures that are None (a baseline run, no baseline to compare with) raise no alarm.
+    """
+    reasons: list[str] = []
+    alpha = summary.get("acceptance_rate")
+    if isinstance(alpha, float | int) and alpha < ACCEPTANCE_DANGER:
+        reasons.append(
+            f"acceptance rate {_figure(alpha, ACCEPTANCE_DANGER)} < {ACCEPTANCE_DANGER:.2f}: "
+            "most drafted tokens are thrown away"
+        )
+    e_meas = summary.get("speedup_measured")
+    if isinstance(e_meas, float | int) and e_meas < SPEEDUP_DANGER:
+        reasons.append(
+            f"measured speedup {_figure(e_meas, SPEEDUP_DANGER, 'x')} < {SPEEDUP_DANGER:.2f}x: "
+            "speculative decoding is slower than decoding without it"
+        )
+    return bool(reasons), reasons

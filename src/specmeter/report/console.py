@@ -1,0 +1,298 @@
+"""Console rendering of a whole result (the JSON structure of docs/results.md) with rich.
+
+The reader is an inference engineer deciding whether a draft pays off, so the layout follows that question:
+what was run, what each candidate measured (acceptance, speedups side by side, latency shape, memory),
+how it breaks down per category, which runs are in the danger zone and why, and a one-line verdict.
+Works from the plain result dict only, so a JSON file read back from disk renders the same as a live run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from specmeter.report.fmt import (
+    DASH,
+    as_float,
+    fmt_bytes,
+    fmt_ci,
+    fmt_dist,
+    fmt_int,
+    fmt_ms,
+    fmt_num,
+    fmt_pct,
+    fmt_positions,
+    fmt_rate,
+    fmt_speedup,
+    with_ci,
+)
+
+__all__ = [
+    "fmt_bytes",
+    "fmt_ci",
+    "fmt_dist",
+    "fmt_int",
+    "fmt_ms",
+    "fmt_num",
+    "fmt_pct",
+    "fmt_positions",
+    "fmt_rate",
+    "fmt_speedup",
+    "render_result",
+    "verdict",
+]
+
+DANGER_STYLE = "bold red"
+_MODEL_SPEEDUPS = ("speedup_seed", "speedup_leviathan", "speedup_calibrated")
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    """Nested lookup that yields None for anything missing, so partial results still render."""
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _label(candidate: Mapping[str, Any]) -> str:
+    return f"{candidate.get('draft', DASH)} @ k={candidate.get('k', DASH)}"
+
+
+def _reasons(summary: Any) -> str:
+    reasons = _get(summary, "danger_reasons")
+    if isinstance(reasons, Sequence) and not isinstance(reasons, str) and reasons:
+        return " ".join(str(r) for r in reasons)
+    return "no reason given"
+
+
+def _header(result: Mapping[str, Any]) -> RenderableType:
+    config = _get(result, "run", "config") or {}
+    env = _get(result, "run", "environment") or {}
+    ks = config.get("k")
+    k_text = ", ".join(str(k) for k in ks) if isinstance(ks, list) else str(ks if ks is not None else DASH)
+    requests = _get(result, "baseline", "summary", "requests")
+    if requests is None:
+        requests = next((_get(c, "summary", "requests") for c in result.get("candidates") or []), None)
+    drafts = config.get("drafts")
+    rows: list[tuple[str, str]] = [
+        ("target", str(config.get("target", DASH))),
+        ("drafts", ", ".join(map(str, drafts)) if isinstance(drafts, list) else DASH),
+        ("prompts", str(config.get("prompts", DASH))),
+        ("k", k_text),
+        ("temperature", f"{fmt_num(config.get('temperature'))} (top_p {fmt_num(config.get('top_p'))})"),
+        ("max tokens", fmt_int(config.get("max_tokens"))),
+        ("requests", fmt_int(requests)),
+        ("started", str(_get(result, "run", "started_at") or DASH)),
+        (
+            "environment",
+            " · ".join(f"{k} {env[k]}" for k in ("specmeter", "torch", "device", "threads") if k in env)
+            or DASH,
+        ),
+    ]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for key, value in rows:
+        grid.add_row(key, Text(value))
+    parts: list[RenderableType] = [grid]
+    if result.get("complete") is False:
+        parts.append(Text("Interrupted: partial results, everything measured so far.", style="bold yellow"))
+    return Panel(Group(*parts), title=f"specmeter {result.get('kind', '')}".strip(), expand=False)
+
+
+def _summary_rows(s: Any, base: Any) -> list[tuple[str, str, str]]:
+    """(metric, candidate, baseline) rows; the baseline column only where the baseline has the figure."""
+    accepted, drafted = _get(s, "accepted_tokens"), _get(s, "drafted_tokens")
+    rejections = as_float(_get(s, "rejections"))
+    beta_den = None if rejections is None or as_float(accepted) is None else accepted + rejections
+    curve = _get(s, "cost_curve")
+    target_ms = _get(curve, "target_ms")
+    t1 = target_ms[0] if isinstance(target_ms, list) and target_ms else None
+    cost = fmt_num(_get(s, "cost_ratio"), 3)
+    if cost != DASH and (t1 is not None or _get(curve, "draft_ms") is not None):
+        cost += f" (t_D(1) {fmt_ms(_get(curve, 'draft_ms'))} / t_T(1) {fmt_ms(t1)})"
+    tau = fmt_num(_get(s, "acceptance_length"))
+    if tau != DASH and _get(s, "steps") is not None:
+        tau += f" ({fmt_int(_get(s, 'steps'))} steps)"
+    models = " / ".join(fmt_speedup(_get(s, key)) for key in _MODEL_SPEEDUPS)
+    base_traffic = _get(s, "baseline_weight_traffic_per_token")
+    if base_traffic is None:
+        base_traffic = _get(base, "weight_traffic_per_token")
+    traffic = fmt_bytes(_get(s, "weight_traffic_per_token"))
+    ratio = _ratio(_get(s, "weight_traffic_per_token"), base_traffic)
+    if ratio is not None:
+        traffic += f" ({ratio - 1:+.0%} vs baseline)"
+    efficiency = fmt_bytes(_get(s, "bandwidth_efficiency"))
+    if efficiency != DASH:
+        efficiency += "/token per extra GiB"
+
+    alpha = with_ci(fmt_rate(_get(s, "acceptance_rate"), accepted, drafted), _get(s, "acceptance_rate_ci"))
+    beta = with_ci(fmt_rate(_get(s, "beta"), accepted, beta_den), _get(s, "beta_ci"))
+    e2e = with_ci(fmt_speedup(_get(s, "speedup_measured")), _get(s, "speedup_measured_ci"))
+    decode = with_ci(fmt_speedup(_get(s, "speedup_measured_decode")), _get(s, "speedup_measured_decode_ci"))
+    weights = (
+        f"{fmt_bytes(_get(s, 'weight_bytes', 'target'))} / {fmt_bytes(_get(s, 'weight_bytes', 'draft'))}"
+    )
+
+    # The baseline is the reference of E_meas, so 1.00× by definition, when there is one.
+    reference = "1.00×" if isinstance(base, Mapping) else DASH
+
+    def both(key: str, fmt: Callable[[Any], str] = fmt_dist) -> tuple[str, str]:
+        return fmt(_get(s, key)), fmt(_get(base, key))
+
+    def per_second(value: Any) -> str:
+        return fmt_num(value, 1)
+
+    rows: list[tuple[str, str, str]] = [
+        ("acceptance α", alpha, DASH),
+        ("β per-token (MLE)", beta, DASH),
+        ("τ tokens/step", with_ci(tau, _get(s, "acceptance_length_ci")), DASH),
+        ("per position cum/cond", fmt_positions(_get(s, "per_position")), DASH),
+        ("cost ratio c", cost, DASH),
+        ("E_meas end-to-end", e2e, reference),
+        ("E_meas decode-only", decode, reference),
+        ("E_seed / E_lev / E_cal", models, DASH),
+        ("latency p50 / p99", *both("latency_ms")),
+        ("TTFT p50 / p99", *both("ttft_ms")),
+        ("TPOT p50 / p99", *both("tpot_ms")),
+        ("gap/chunk p50 / p99", *both("gap_ms")),
+        ("gap/token p50 / p99", *both("gap_per_token_ms")),
+        ("jitter (gap p99/p50)", _jitter(s), _jitter(base)),
+        ("stalls (> 3× median gap)", _stalls(s), _stalls(base)),
+        ("tokens/s", *both("tokens_per_s", per_second)),
+        ("weights W_T / W_D", weights, fmt_bytes(_get(base, "weight_bytes", "target"))),
+        ("extra memory", fmt_bytes(_get(s, "extra_memory_bytes")), DASH),
+        ("weight traffic/token", traffic, fmt_bytes(base_traffic)),
+        ("bandwidth efficiency", efficiency, DASH),
+    ]
+    return rows
+
+
+def _ratio(num: Any, den: Any) -> float | None:
+    n, d = as_float(num), as_float(den)
+    return None if n is None or d is None or d == 0 else n / d
+
+
+def _jitter(s: Any) -> str:
+    text = fmt_num(_get(s, "jitter"))
+    ratio = as_float(_get(s, "gap_p99_over_p50"))
+    return text if text == DASH or ratio is None else f"{text} ({ratio:.1f}×)"
+
+
+def _stalls(s: Any) -> str:
+    text = fmt_int(_get(s, "stalls"))
+    rate = _get(s, "stall_rate")
+    return text if text == DASH or as_float(rate) is None else f"{text} ({fmt_pct(rate)})"
+
+
+def _danger_cell(summary: Any) -> Text:
+    flag = _get(summary, "danger_zone")
+    if flag is True:
+        return Text("DANGER", style=DANGER_STYLE)
+    return Text("ok", style="green") if flag is False else Text(DASH)
+
+
+def _candidate_table(candidate: Mapping[str, Any], baseline: Any) -> Table:
+    summary = candidate.get("summary")
+    table = Table(title=_label(candidate), title_justify="left", title_style="bold")
+    table.add_column("metric", style="bold")
+    table.add_column("candidate")
+    table.add_column("baseline", style="dim")
+    for metric, value, base in _summary_rows(summary, baseline):
+        table.add_row(metric, Text(value), Text(base))
+    table.add_row("danger zone", _danger_cell(summary), Text(DASH))
+    return table
+
+
+def _category_table(candidates: Sequence[Mapping[str, Any]]) -> tuple[Table, list[Text]]:
+    """One row per category × candidate, plus the danger notes to print beneath it."""
+    table = Table(title="by category", title_justify="left", title_style="bold")
+    for column in ("category", "candidate", "α (count) [CI]", "τ", "E_meas [CI]", "jitter", "danger"):
+        table.add_column(column)
+    categories = sorted({str(c) for cand in candidates for c in (cand.get("by_category") or {})})
+    notes: list[Text] = []
+    for category in categories:
+        for cand in candidates:
+            s = _get(cand, "by_category", category)
+            if s is None:
+                continue
+            alpha = fmt_rate(
+                _get(s, "acceptance_rate"), _get(s, "accepted_tokens"), _get(s, "drafted_tokens")
+            )
+            table.add_row(
+                Text(category),
+                Text(_label(cand)),
+                Text(with_ci(alpha, _get(s, "acceptance_rate_ci"))),
+                Text(fmt_num(_get(s, "acceptance_length"))),
+                Text(with_ci(fmt_speedup(_get(s, "speedup_measured")), _get(s, "speedup_measured_ci"))),
+                Text(fmt_num(_get(s, "jitter"))),
+                _danger_cell(s),
+            )
+            if _get(s, "danger_zone") is True:
+                notes.append(_danger_note(f"{category} × {_label(cand)}", s))
+    return table, notes
+
+
+def _danger_note(what: str, summary: Any) -> Text:
+    return Text(f"⚠ DANGER ZONE — {what}: {_reasons(summary)}", style=DANGER_STYLE)
+
+
+def verdict(result: Mapping[str, Any]) -> Text:
+    """The closing line: the best candidate by measured speedup, or plainly that none pays off."""
+    measured = [
+        (x, c)
+        for c in result.get("candidates") or []
+        if (x := as_float(_get(c, "summary", "speedup_measured"))) is not None
+    ]
+    if not measured:
+        return Text(
+            "Verdict: no measured speedup (no baseline or no candidate finished).", style="bold yellow"
+        )
+    best_x, best = max(measured, key=lambda pair: pair[0])
+    if best_x < 1.0:
+        return Text(
+            f"Verdict: no candidate pays off — the best, {_label(best)}, is at E_meas {fmt_speedup(best_x)}; "
+            "speculative decoding is slower than the baseline here.",
+            style=DANGER_STYLE,
+        )
+    s = best.get("summary")
+    e_meas = with_ci(fmt_speedup(best_x), _get(s, "speedup_measured_ci"))
+    line = Text(
+        f"Verdict: best candidate {_label(best)} — E_meas {e_meas}, "
+        f"α {fmt_num(_get(s, 'acceptance_rate'), 3)}.",
+        style="bold green",
+    )
+    # A good overall figure can hide a domain where the draft fails (the seed's legal-text lesson).
+    risky = sorted(
+        str(cat) for cat, cs in (best.get("by_category") or {}).items() if _get(cs, "danger_zone") is True
+    )
+    if _get(s, "danger_zone") is True:
+        line.append(f" But it is in the danger zone: {_reasons(s)}", style=DANGER_STYLE)
+    elif risky:
+        line.append(f" But it is in the danger zone on: {', '.join(risky)}.", style=DANGER_STYLE)
+    return line
+
+
+def render_result(result: Mapping[str, Any], console: Console) -> None:
+    """Print a whole result: header, one table per candidate, the per-category table, the verdict."""
+    console.print(_header(result))
+    baseline = _get(result, "baseline", "summary")
+    candidates = [c for c in result.get("candidates") or [] if isinstance(c, Mapping)]
+    if not candidates:
+        console.print(Text("No candidate measured.", style="bold yellow"))
+    for cand in candidates:
+        console.print(_candidate_table(cand, baseline))
+        if _get(cand, "summary", "danger_zone") is True:
+            console.print(_danger_note(_label(cand), cand.get("summary")))
+    if any(cand.get("by_category") for cand in candidates):
+        table, notes = _category_table(candidates)
+        console.print(table)
+        for note in notes:
+            console.print(note)
+    console.print(verdict(result))

@@ -1,0 +1,383 @@
+"""Result files: the whole-result JSON, the per-request CSV and the per-request JSONL log.
+
+The layouts are the binding schema of docs/results.md. This module consumes summary dicts (plain
+JSON-able dicts produced by ``specmeter.metrics``) and raw ``RequestRecord``s; it derives nothing but the
+per-request TPOT and unit conversions, so it stays independent of the metrics internals.
+
+Everything here is written so that an interrupted run (Ctrl-C) leaves usable files behind: the JSON is
+rewritten atomically after every change with ``complete: false`` until ``finish()``, and the CSV/JSONL
+sinks flush every row as it is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from specmeter import __version__
+from specmeter.metrics.records import Emission, ModelInfo, RequestRecord
+
+SCHEMA_VERSION = 1
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "run",
+    "draft",
+    "k",
+    "id",
+    "category",
+    "prompt_tokens",
+    "output_tokens",
+    "latency_ms",
+    "ttft_ms",
+    "tpot_ms",
+    "accepted_tokens",
+    "drafted_tokens",
+    "steps",
+    "finish_reason",
+    "matches_baseline",
+)
+
+LOG_FIELDS: tuple[str, ...] = (
+    "run",
+    "draft",
+    "k",
+    "id",
+    "category",
+    "output_tokens",
+    "latency_ms",
+    "accepted_tokens",
+    "drafted_tokens",
+    "steps",
+    "ttft_ms",
+    "matches_baseline",
+)
+
+PathLike = str | os.PathLike[str]
+
+
+# --------------------------------------------------------------------------------------------- JSON
+
+
+def _jsonable(value: Any) -> Any:
+    """A copy of ``value`` that ``json.dumps(allow_nan=False)`` accepts.
+
+    NaN/inf become null: the standard JSON parsers of dashboards reject the ``NaN`` token Python would
+    write, and a metric that came out non-finite does not apply, which results.md spells as null.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def write_json_atomic(path: PathLike, data: Mapping[str, Any]) -> None:
+    """Write ``data`` as JSON to ``path`` so that readers only ever see a complete file.
+
+    The temporary file lives in the target directory because ``os.replace`` is only atomic within one
+    file system.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            # Without fsync a crash right after the rename can leave an empty file on some file systems.
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        # Also on KeyboardInterrupt: never leave stray temp files next to the result.
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def environment_info() -> dict[str, Any]:
+    """Where the run happened. Callers add engine facts (``device``, ``threads``) themselves.
+
+    torch is reported only when something already imported it: importing it here would cost seconds and
+    break the rule that report/ never imports torch.
+    """
+    info: dict[str, Any] = {
+        "specmeter": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+    }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        info["torch"] = str(getattr(torch, "__version__", "unknown"))
+    return info
+
+
+def model_info_dict(info: ModelInfo) -> dict[str, Any]:
+    """``ModelInfo`` as the JSON object stored under ``run.models``."""
+    return dataclasses.asdict(info)
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class ResultFile:
+    """The whole-result JSON of docs/results.md, rewritten atomically as results arrive.
+
+    Every setter saves immediately (when a path is given), so the file on disk is always valid JSON
+    holding everything measured so far, with ``complete: false`` until :meth:`finish`. Used as a context
+    manager it finishes on a clean exit and leaves ``complete: false`` when an exception (Ctrl-C included)
+    escapes.
+    """
+
+    def __init__(
+        self,
+        path: PathLike | None,
+        *,
+        kind: str,
+        config: Mapping[str, Any],
+        environment: Mapping[str, Any] | None = None,
+        started_at: str | None = None,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self.kind = kind
+        self.config: dict[str, Any] = dict(config)
+        self.environment: dict[str, Any] = (
+            dict(environment) if environment is not None else environment_info()
+        )
+        self.started_at = started_at if started_at is not None else _utc_now()
+        self._models: dict[str, Any] = {"target": None, "drafts": {}}
+        self._baseline: dict[str, Any] = {"summary": None, "by_category": {}}
+        self._candidates: list[dict[str, Any]] = []
+        self._complete = False
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    def set_models(
+        self,
+        target: ModelInfo | Mapping[str, Any] | None,
+        drafts: Mapping[str, ModelInfo | Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Record the static model facts (``run.models``)."""
+
+        def as_dict(m: ModelInfo | Mapping[str, Any]) -> dict[str, Any]:
+            return model_info_dict(m) if isinstance(m, ModelInfo) else dict(m)
+
+        self._models = {
+            "target": as_dict(target) if target is not None else None,
+            "drafts": {name: as_dict(m) for name, m in (drafts or {}).items()},
+        }
+        self.save()
+
+    def set_baseline(
+        self,
+        summary: Mapping[str, Any] | None,
+        by_category: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self._baseline = {"summary": summary, "by_category": dict(by_category or {})}
+        self.save()
+
+    def add_candidate(
+        self,
+        draft: str,
+        k: int,
+        summary: Mapping[str, Any] | None,
+        by_category: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Add a candidate, or replace the one with the same (draft, k) (e.g. a partial summary)."""
+        entry = {"draft": draft, "k": k, "summary": summary, "by_category": dict(by_category or {})}
+        for i, existing in enumerate(self._candidates):
+            if existing["draft"] == draft and existing["k"] == k:
+                self._candidates[i] = entry
+                break
+        else:
+            self._candidates.append(entry)
+        self.save()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON structure, sanitised (non-finite floats are null)."""
+        data: dict[str, Any] = _jsonable(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "kind": self.kind,
+                "complete": self._complete,
+                "run": {
+                    "config": self.config,
+                    "environment": self.environment,
+                    "started_at": self.started_at,
+                    "models": self._models,
+                },
+                "baseline": self._baseline,
+                "candidates": self._candidates,
+            }
+        )
+        return data
+
+    def save(self) -> None:
+        """Rewrite the file with the current state; a no-op without a path."""
+        if self.path is not None:
+            write_json_atomic(self.path, self.to_dict())
+
+    def finish(self) -> None:
+        """Mark the run complete and save."""
+        self._complete = True
+        self.save()
+
+    def __enter__(self) -> ResultFile:
+        self.save()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self.save()
+
+
+# -------------------------------------------------------------------------------------- per request
+
+
+def _tpot_s(emissions: Sequence[Emission], n_tokens: int) -> float | None:
+    """TPOT = (t_last − t_first) / (N − 1) in seconds; None when it does not apply.
+
+    N is the record's token count (from token ids or server usage), not the number of chunks: a chunk may
+    carry several tokens (DESIGN.md). A private copy of the definition keeps report/ off metrics internals.
+    """
+    if n_tokens <= 1 or not emissions:
+        return None
+    return (emissions[-1].t - emissions[0].t) / (n_tokens - 1)
+
+
+def _ms(seconds: float | None) -> float | None:
+    # Rounded to the microsecond: perf_counter noise below that only bloats the files.
+    return None if seconds is None else round(seconds * 1000.0, 3)
+
+
+def request_row(run_label: str, draft: str | None, k: int, record: RequestRecord) -> dict[str, Any]:
+    """One request as a dict with every CSV column (JSON types; None where a value does not apply).
+
+    ``steps`` is S as in the summaries (verification steps, d_s ≥ 1), so τ = 1 + A/S can be recomputed
+    from the rows; a baseline request therefore has 0 steps.
+    """
+    return {
+        "run": run_label,
+        "draft": draft,
+        "k": k,
+        "id": record.id,
+        "category": record.category,
+        "prompt_tokens": record.prompt_tokens,
+        "output_tokens": record.output_tokens,
+        "latency_ms": _ms(record.latency_s),
+        "ttft_ms": _ms(record.ttft_s),
+        "tpot_ms": _ms(_tpot_s(record.emissions, record.output_tokens)),
+        "accepted_tokens": sum(s.accepted for s in record.steps),
+        "drafted_tokens": sum(s.drafted for s in record.steps),
+        "steps": sum(1 for s in record.steps if s.drafted >= 1),
+        "finish_reason": record.finish_reason,
+        "matches_baseline": record.matches_baseline,
+    }
+
+
+def _csv_cell(value: Any) -> Any:
+    # Empty for "does not apply"; JSON spelling for booleans so CSV and JSONL read the same.
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+class RequestSink:
+    """Appends one CSV row and one JSONL line per finished request; either path may be None.
+
+    Each write is flushed, so an interrupted run keeps every row written before the interruption. Files are
+    truncated on open and the CSV header is written once, at open.
+    """
+
+    def __init__(
+        self, csv_path: PathLike | None = None, log_path: PathLike | None = None, *, fsync: bool = False
+    ) -> None:
+        self._fsync = fsync
+        self._csv_file: IO[str] | None = None
+        self._csv: Any = None  # csv.writer's type is private to typeshed
+        self._log_file: IO[str] | None = None
+        self.rows_written = 0
+        self._closed = False
+        # ExitStack so that a failure opening the second file closes the first.
+        with ExitStack() as stack:
+            if csv_path is not None:
+                self._csv_file = stack.enter_context(_open_for_rows(csv_path))
+                self._csv = csv.writer(self._csv_file, lineterminator="\n")
+                self._csv.writerow(CSV_COLUMNS)
+                self._flush(self._csv_file)
+            if log_path is not None:
+                self._log_file = stack.enter_context(_open_for_rows(log_path))
+            stack.pop_all()
+
+    def write(self, run_label: str, draft: str | None, k: int, record: RequestRecord) -> None:
+        if self._closed:
+            raise ValueError("RequestSink is closed")
+        row = request_row(run_label, draft, k, record)
+        if self._csv_file is not None:
+            self._csv.writerow([_csv_cell(row[c]) for c in CSV_COLUMNS])
+            self._flush(self._csv_file)
+        if self._log_file is not None:
+            line = {f: row[f] for f in LOG_FIELDS}
+            self._log_file.write(json.dumps(_jsonable(line), ensure_ascii=False, allow_nan=False) + "\n")
+            self._flush(self._log_file)
+        self.rows_written += 1
+
+    def _flush(self, fh: IO[str]) -> None:
+        fh.flush()
+        if self._fsync:
+            os.fsync(fh.fileno())
+
+    def close(self) -> None:
+        for fh in (self._csv_file, self._log_file):
+            if fh is not None:
+                fh.close()
+        self._csv_file = self._log_file = None
+        self._closed = True
+
+    def __enter__(self) -> RequestSink:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _open_for_rows(path: PathLike) -> IO[str]:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    # newline="" is what the csv module requires; line buffering is a second line of defence behind flush.
+    return open(p, "w", encoding="utf-8", newline="", buffering=1)

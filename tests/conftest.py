@@ -1,0 +1,56 @@
+"""Shared fixtures: tiny Llama-family checkpoints built once per test session (no downloads)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import transformers
+
+from specmeter.engine.tiny import TinyConfig, build_layer_skip_draft, build_random_llama, build_tokenizer
+
+transformers.logging.set_verbosity_error()
+transformers.utils.logging.disable_progress_bar()
+
+
+@dataclass(frozen=True)
+class TinyModels:
+    root: Path
+    tokenizer: Any
+    target: Path  # llama, embedding-dominated so drafts agree often
+    draft: Path  # layer-skip draft of `target`
+    random_draft: Path  # independent tiny llama, same tokenizer: acceptance near zero
+    qwen2: Path  # qkv bias, tied embeddings
+    mistral: Path
+    other_tokenizer_draft: Path  # a draft with a different tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyModels:
+    root = tmp_path_factory.mktemp("tiny")
+    tok = build_tokenizer(root / "tokenizer")
+    target = build_random_llama(
+        root / "target",
+        tok,
+        TinyConfig(hidden=64, layers=6, heads=4, kv_heads=2, intermediate=172, init_std=0.05, embed_scale=30),
+    )
+    draft = build_layer_skip_draft(target, root / "draft", [0, 1, 2, 5])
+    random_draft = build_random_llama(root / "random_draft", tok, TinyConfig(hidden=32, layers=1), seed=7)
+    qwen2 = build_random_llama(
+        root / "qwen2",
+        tok,
+        TinyConfig(
+            hidden=64, layers=2, heads=4, kv_heads=1, model_type="qwen2", tie_embeddings=True, init_std=0.1
+        ),
+        seed=3,
+    )
+    mistral = build_random_llama(
+        root / "mistral", tok, TinyConfig(hidden=64, layers=2, model_type="mistral", init_std=0.1), seed=4
+    )
+    other_tok = build_tokenizer(
+        root / "other_tokenizer", ["completely different words here"] * 50, vocab_size=300
+    )
+    other = build_random_llama(root / "other_draft", other_tok, TinyConfig(hidden=32, layers=1), seed=5)
+    return TinyModels(root, tok, target, draft, random_draft, qwen2, mistral, other)
