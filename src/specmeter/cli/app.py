@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
-from specmeter.cli import bench, demo
+from specmeter.cli import bench, demo, distill, train
 
 app = typer.Typer(
     name="specmeter",
@@ -15,12 +17,18 @@ app = typer.Typer(
 )
 app.command("bench")(bench.bench)
 app.command("demo")(demo.demo)
+app.command("train")(train.train)
+app.command("distill")(distill.distill)
 
 
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
 ) -> None:
+    # transformers' own progress bars and warnings would interleave with ours; users see rich progress.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if version:
         from specmeter import __version__
 

@@ -1,0 +1,107 @@
+"""``specmeter train``: train a small Llama-family causal LM on a text/JSONL corpus.
+
+Used to build the bundled demo's target and general drafts; works for any corpus. Resumable: the working
+directory keeps a checkpoint, and rerunning the same command continues from it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from specmeter.cli.common import console, fail
+
+
+def training_progress(total: int, description: str, quiet: bool = False) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"), TextColumn("held-out {task.fields[eval]}"),
+        TimeRemainingColumn(), console=console, disable=quiet,
+    )  # fmt: skip
+
+
+def load_or_train_tokenizer(tokenizer_dir: Path | None, docs: list[str], vocab_size: int, out: Path) -> Any:
+    if tokenizer_dir is not None:
+        from specmeter.engine.loader import ModelLoadError, load_tokenizer
+
+        try:
+            return load_tokenizer(tokenizer_dir)
+        except ModelLoadError as e:
+            fail(str(e))
+    from specmeter.engine.tiny import build_tokenizer
+
+    return build_tokenizer(out, docs, vocab_size=vocab_size)
+
+
+def train(
+    corpus: Path = typer.Option(
+        ..., "--corpus", help="JSONL with a 'text' field per document, or plain text."
+    ),
+    out: Path = typer.Option(..., "--out", help="Output model directory (Hugging Face format)."),
+    preset: str = typer.Option("draft-general", help="Shape preset: target, draft-general or draft-tiny."),
+    hidden: int | None = typer.Option(None, help="Override the preset's hidden size."),
+    layers: int | None = typer.Option(None, help="Override the preset's number of layers."),
+    heads: int | None = typer.Option(None, help="Override the preset's attention heads."),
+    kv_heads: int | None = typer.Option(None, "--kv-heads", help="Override the preset's KV heads."),
+    intermediate: int | None = typer.Option(None, help="Override the preset's MLP width."),
+    tokenizer: Path | None = typer.Option(None, help="Use this tokenizer directory (else train a BPE)."),
+    vocab_size: int = typer.Option(2048, "--vocab-size", help="Vocabulary of a newly trained tokenizer."),
+    where: str | None = typer.Option(None, "--filter", help="Only JSONL records with KEY=VALUE[,KEY=VALUE]."),
+    steps: int = typer.Option(1000, help="Optimizer steps."),
+    batch: int = typer.Option(16, help="Sequences per step."),
+    seq_len: int = typer.Option(256, "--seq-len", help="Tokens per sequence."),
+    lr: float = typer.Option(1e-3, help="Peak learning rate."),
+    seed: int = typer.Option(0, help="Seed for initialisation and data order."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    work: Path | None = typer.Option(None, help="Checkpoint directory (default: OUT.work)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+) -> None:
+    """Train a causal LM from a corpus; resumes from the checkpoint in the working directory."""
+    from specmeter.engine.loader import ModelLoadError, resolve_device
+    from specmeter.training.data import CorpusError, parse_filter, read_documents, tokenize_corpus
+    from specmeter.training.lm import train_language_model
+    from specmeter.training.loop import TrainConfig
+    from specmeter.training.models import PRESETS, build_model, export, param_count
+
+    if preset not in PRESETS:
+        fail(f"--preset: {preset!r} is not one of {', '.join(PRESETS)}")
+    for name, value in (("--steps", steps), ("--batch", batch), ("--seq-len", seq_len)):
+        if value < 1:
+            fail(f"{name} must be >= 1")
+    try:
+        dev = resolve_device(device)
+        docs = read_documents(corpus, parse_filter(where))
+    except (CorpusError, ModelLoadError) as e:
+        fail(str(e))
+    work = work or out.with_name(out.name + ".work")
+    tok = load_or_train_tokenizer(tokenizer, docs, vocab_size, work / "tokenizer")
+    shape = PRESETS[preset].with_overrides(
+        hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, intermediate=intermediate
+    )
+    tokens = tokenize_corpus(docs, tok)
+    model = build_model(shape, tok, seed).to(dev)
+    console.print(
+        f"training {preset} ({param_count(model) / 1e6:.2f}M params) on {len(docs):,} documents, "
+        f"{tokens.train.numel():,} tokens; {steps} steps × {batch} × {seq_len}"
+    )
+    cfg = TrainConfig(
+        steps=steps, batch=batch, seq_len=min(seq_len, shape.max_positions - 1), lr=lr, seed=seed
+    )
+    with training_progress(steps, "train", quiet) as progress:
+        task = progress.add_task("train", total=steps, loss="—", eval="—")
+
+        def on_step(step: int, loss: float, ev: float | None) -> None:
+            progress.update(task, completed=step, loss=f"{loss:.3f}", eval="—" if ev is None else f"{ev:.3f}")
+
+        try:
+            result = train_language_model(model, tokens, cfg, work / "checkpoint.pt", on_step=on_step)
+        except CorpusError as e:
+            fail(str(e))
+    export(model, tok, out)
+    resumed = f" (resumed at step {result.resumed_from})" if result.resumed_from else ""
+    ev = f"{result.eval_loss:.3f}" if result.eval_loss is not None else "—"
+    console.print(f"saved {out}{resumed}: final loss {result.last_loss:.3f}, held-out loss {ev}")

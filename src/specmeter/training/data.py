@@ -1,0 +1,102 @@
+"""Corpus files -> token streams and batches for language-model training.
+
+A corpus is a JSONL file of ``{"text": ...}`` objects (other keys such as ``register`` and ``category`` may
+be used to filter) or a plain text file with one document per line. Documents are tokenized as
+BOS + text + EOS and concatenated, so every window of the stream is a valid training example; the last
+``heldout`` share of documents is kept apart for evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+class CorpusError(ValueError):
+    """A problem with a corpus file; the message names the file and line."""
+
+
+def read_documents(path: Path, where: dict[str, str] | None = None) -> list[str]:
+    """Texts of ``path``; with ``where``, only JSONL records whose fields equal the given values."""
+    if not path.is_file():
+        raise CorpusError(f"{path}: no such file")
+    docs: list[str] = []
+    jsonl = path.suffix == ".jsonl"
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line:
+                continue
+            if not jsonl:
+                docs.append(line)
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno})") from e
+            if not isinstance(obj, dict) or not isinstance(obj.get("text") or obj.get("prompt"), str):
+                raise CorpusError(f"{path}:{n}: field 'text': missing or not a string")
+            if where and any(obj.get(k) != v for k, v in where.items()):
+                continue
+            docs.append(obj.get("text") or obj["prompt"])
+    if not docs:
+        raise CorpusError(f"{path}: no documents" + (f" matching {where}" if where else ""))
+    return docs
+
+
+def parse_filter(spec: str | None) -> dict[str, str] | None:
+    """``"register=legal"`` -> {"register": "legal"}; None stays None."""
+    if not spec:
+        return None
+    out = {}
+    for part in spec.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise CorpusError(f"--filter: {part!r} is not KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass
+class TokenStream:
+    train: torch.Tensor  # [n_train] int64
+    heldout: torch.Tensor  # [n_heldout] int64
+
+
+def tokenize_corpus(docs: list[str], tokenizer: Any, heldout: float = 0.02) -> TokenStream:
+    bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
+    n_held = max(1, int(len(docs) * heldout)) if len(docs) > 1 else 0
+    encoded = tokenizer(docs, add_special_tokens=False)["input_ids"]
+
+    def pack(seqs: list[list[int]]) -> torch.Tensor:
+        flat: list[int] = []
+        for ids in seqs:
+            flat.extend([bos, *ids, eos])
+        return torch.tensor(flat, dtype=torch.long)
+
+    return TokenStream(train=pack(encoded[: len(docs) - n_held]), heldout=pack(encoded[len(docs) - n_held :]))
+
+
+def random_windows(
+    stream: torch.Tensor, batch: int, seq_len: int, generator: torch.Generator
+) -> Iterator[torch.Tensor]:
+    """Endless batches [batch, seq_len + 1] of random windows of the stream."""
+    if stream.numel() <= seq_len + 1:
+        raise CorpusError(f"corpus too small: {stream.numel()} tokens for windows of {seq_len + 1}")
+    offsets = torch.arange(seq_len + 1)
+    while True:
+        starts = torch.randint(0, stream.numel() - seq_len - 1, (batch,), generator=generator)
+        yield stream[starts[:, None] + offsets]
+
+
+def sequential_windows(stream: torch.Tensor, batch: int, seq_len: int) -> Iterator[torch.Tensor]:
+    """Non-overlapping windows covering the stream once (for held-out loss)."""
+    n = (stream.numel() - 1) // seq_len
+    windows = [stream[i * seq_len : i * seq_len + seq_len + 1] for i in range(n)]
+    for i in range(0, len(windows), batch):
+        yield torch.stack(windows[i : i + batch])

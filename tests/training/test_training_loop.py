@@ -1,0 +1,156 @@
+"""Training: corpus reading, loss going down, resuming from a checkpoint, distillation raising α."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from specmeter.cli.app import app
+from specmeter.engine.tiny import sample_corpus
+from specmeter.training.data import CorpusError, parse_filter, read_documents, tokenize_corpus
+from specmeter.training.distill import heldout_alpha, load_teacher_rows, make_teacher_data, train_on_teacher
+from specmeter.training.lm import train_language_model
+from specmeter.training.loop import TrainConfig, lr_at
+from specmeter.training.models import PRESETS, build_model, export, load_trainable
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.jsonl"
+    with path.open("w") as fh:
+        for i, text in enumerate(sample_corpus(10)):
+            fh.write(json.dumps({"text": text, "register": "legal" if i % 2 else "general"}) + "\n")
+    return path
+
+
+def test_read_documents_and_filters(corpus: Path, tmp_path: Path) -> None:
+    assert len(read_documents(corpus)) == 100
+    assert len(read_documents(corpus, {"register": "legal"})) == 50
+    with pytest.raises(CorpusError, match="no documents matching"):
+        read_documents(corpus, {"register": "medical"})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"text": 3}\n')
+    with pytest.raises(CorpusError, match=r"bad.jsonl:2: field 'text'"):
+        read_documents(bad)
+    bad.write_text('{"text": "fine"}\n{oops\n')
+    with pytest.raises(CorpusError, match=r"bad.jsonl:2: invalid JSON"):
+        read_documents(bad)
+    with pytest.raises(CorpusError, match="no such file"):
+        read_documents(tmp_path / "missing.jsonl")
+    assert parse_filter("register=legal,category=x") == {"register": "legal", "category": "x"}
+    with pytest.raises(CorpusError, match="KEY=VALUE"):
+        parse_filter("register")
+
+
+def test_lr_schedule_warms_up_then_decays() -> None:
+    cfg = TrainConfig(steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1)
+    assert lr_at(0, cfg) == pytest.approx(0.1)
+    assert lr_at(9, cfg) == pytest.approx(1.0)
+    assert lr_at(10, cfg) == pytest.approx(1.0)
+    assert lr_at(100, cfg) == pytest.approx(0.1)
+    assert lr_at(55, cfg) == pytest.approx(0.55)
+
+
+def test_training_lowers_loss_and_resumes(tiny, corpus: Path, tmp_path: Path) -> None:
+    tokens = tokenize_corpus(read_documents(corpus), tiny.tokenizer)
+    shape = PRESETS["draft-tiny"].with_overrides(hidden=32, layers=1, heads=2, intermediate=64)
+    ckpt = tmp_path / "ckpt.pt"
+    model = build_model(shape, tiny.tokenizer, seed=0)
+    first = train_language_model(
+        model, tokens, TrainConfig(steps=6, batch=4, seq_len=32, warmup=2, eval_every=3, bf16=False), ckpt
+    )
+    assert first.resumed_from == 0 and ckpt.is_file()
+    model2 = build_model(shape, tiny.tokenizer, seed=0)
+    cfg = TrainConfig(steps=40, batch=4, seq_len=32, warmup=2, eval_every=20, bf16=False, lr=3e-3)
+    second = train_language_model(model2, tokens, cfg, ckpt)
+    assert second.resumed_from == 6
+    assert second.eval_loss is not None and first.eval_loss is not None
+    assert second.eval_loss < first.eval_loss - 0.3
+
+
+def test_distillation_raises_heldout_alpha(tiny, tmp_path: Path) -> None:
+    prompts = [" ".join(t.split()[:6]) for t in sample_corpus(2)]
+    train_prompts, held = prompts[:16], prompts[16:]
+    teacher = load_trainable(tiny.target)
+    teacher_file = tmp_path / "teacher.jsonl"
+    make_teacher_data(
+        teacher, tiny.tokenizer, train_prompts[:8], teacher_file, new_tokens=24, batch=8, top_k=8
+    )
+    make_teacher_data(teacher, tiny.tokenizer, train_prompts, teacher_file, new_tokens=24, batch=8, top_k=8)
+    rows = load_teacher_rows(teacher_file)
+    assert len(rows) == 16  # the second call resumed after the first 8 rows
+    assert all(len(r["topk_ids"]) == len(r["ids"]) - 1 for r in rows)
+    before = heldout_alpha(tiny.target, tiny.random_draft, held, k=3, max_tokens=24)
+    draft = load_trainable(tiny.random_draft)
+    cfg = TrainConfig(steps=60, batch=8, lr=1e-2, warmup=5, bf16=False)
+    train_on_teacher(draft, rows, tiny.tokenizer.pad_token_id, cfg, tmp_path / "ckpt.pt")
+    after_dir = export(draft, tiny.tokenizer, tmp_path / "distilled", dtype=torch.float32)
+    after = heldout_alpha(tiny.target, after_dir, held, k=3, max_tokens=24)
+    assert after > before + 0.2
+
+
+def test_train_cli_builds_a_loadable_model(tmp_path: Path, corpus: Path) -> None:
+    out = tmp_path / "m"
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+            "--preset",
+            "draft-tiny",
+            "--steps",
+            "3",
+            "--batch",
+            "2",
+            "--seq-len",
+            "16",
+            "--vocab-size",
+            "300",
+            "-q",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    from specmeter.engine.loader import load_model
+
+    loaded = load_model(out)
+    assert loaded.info.dtype == "float32"  # CPU loads fp16 weights as float32
+    assert json.loads((out / "config.json").read_text())["dtype"] == "float16"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--preset", "huge"], "--preset"),
+        (["--steps", "0"], "--steps must be >= 1"),
+        (["--filter", "register"], "KEY=VALUE"),
+    ],
+)
+def test_train_cli_errors(tmp_path: Path, corpus: Path, args: list[str], message: str) -> None:
+    res = runner.invoke(app, ["train", "--corpus", str(corpus), "--out", str(tmp_path / "m"), *args])
+    assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output
+
+
+def test_train_cli_missing_corpus(tmp_path: Path) -> None:
+    res = runner.invoke(
+        app, ["train", "--corpus", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "m")]
+    )
+    assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_distill_cli_errors(tiny, tmp_path: Path, corpus: Path) -> None:
+    base = ["distill", "--target", str(tiny.target), "--corpus", str(corpus), "--out", str(tmp_path / "d")]
+    res = runner.invoke(app, base)
+    assert res.exit_code == 2 and "exactly one of --init" in res.output
+    res = runner.invoke(app, [*base, "--init", str(tmp_path / "missing")])
+    assert res.exit_code == 2 and "no such directory" in res.output
+    res = runner.invoke(app, [*base, "--preset", "draft-tiny", "--heldout", "500"])
+    assert res.exit_code == 2 and "need more than --heldout" in res.output
