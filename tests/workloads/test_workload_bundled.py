@@ -29,3 +29,11 @@ def test_names() -> None:
 def test_unknown_name(name: str) -> None:
     with pytest.raises(ValueError, match=r"no bundled prompt set named .*available: .*smoke"):
         bundled_prompts(name)
+
+
+def test_bundled_golden_sets_are_listed_and_load() -> None:
+    from specmeter.workloads import bundled_prompt_names, bundled_prompts, load_workload
+
+    assert {"general", "legal", "smoke"} <= set(bundled_prompt_names())
+    legal = load_workload(bundled_prompts("legal"))
+    assert len(legal.prompts) == 150 and all(c.startswith("legal/") for c in legal.categories)

@@ -1,0 +1,60 @@
+"""A deterministic generator of English text in two registers, for training the bundled demo models.
+
+specmeter's demo must show a general-purpose draft failing on contract text while a draft distilled on
+contract text succeeds. Nothing can be downloaded where the project is built, so it writes its own
+corpus: pure Python, ``random.Random`` only, identical output for the same seed.
+
+* ``general``: everyday narration, dialogue, how-to instructions, local news, messages
+  (``general/narration`` ... ``general/messages``);
+* ``legal``: commercial-contract clauses in stock contract phrasing (``legal/definitions``,
+  ``legal/obligations``, ``legal/indemnity``, ``legal/termination``, ``legal/governing_law``,
+  ``legal/confidentiality``, ``legal/liability``, ``legal/payment``, ``legal/warranties``,
+  ``legal/boilerplate``).
+
+Public API: :func:`generate_documents`, :func:`write_corpus`, :func:`corpus_stats`,
+:func:`write_golden_sets` (the bundled held-out golden sets), and the command line
+``python -m specmeter.workloads.corpus``. See ``docs/corpus.md``.
+"""
+
+from specmeter.workloads.corpus.generate import (
+    DEFAULT_SEED,
+    GOLDEN_SEED,
+    REGISTER_NAMES,
+    Document,
+    Register,
+    categories,
+    generate_documents,
+    iter_documents,
+    write_corpus,
+)
+from specmeter.workloads.corpus.golden import (
+    HOLDOUT_SAMPLE,
+    GoldenPrompt,
+    default_golden_dir,
+    golden_prompts,
+    held_out_violations,
+    write_golden_sets,
+)
+from specmeter.workloads.corpus.stats import CorpusStats, RegisterStats, corpus_stats, format_stats
+
+__all__ = [
+    "DEFAULT_SEED",
+    "GOLDEN_SEED",
+    "HOLDOUT_SAMPLE",
+    "REGISTER_NAMES",
+    "CorpusStats",
+    "Document",
+    "GoldenPrompt",
+    "Register",
+    "RegisterStats",
+    "categories",
+    "corpus_stats",
+    "default_golden_dir",
+    "format_stats",
+    "generate_documents",
+    "golden_prompts",
+    "held_out_violations",
+    "iter_documents",
+    "write_corpus",
+    "write_golden_sets",
+]

@@ -1,0 +1,39 @@
+"""How a register describes itself to the document builder: its grammar, sub-categories and set-up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from specmeter.workloads.corpus.grammar import Expansion, Grammar
+
+
+@dataclass(frozen=True)
+class CategorySpec:
+    """One sub-category: a document opens with rule ``opening``, continues with distinct ``body``
+    alternatives and ends with rule ``closing`` when there is one; ``sentences`` (inclusive range)
+    sentences in all. ``ordered`` keeps the body sentences in the order the rule lists them, as a
+    contract's sub-clauses or a how-to's steps come in a fixed order."""
+
+    name: str
+    opening: str
+    body: str
+    sentences: tuple[int, int]
+    closing: str | None = None
+    ordered: bool = False
+
+
+@dataclass(frozen=True)
+class RegisterSpec:
+    """A register: its grammar, its sub-categories, and the per-document set-up.
+
+    ``bind(expansion, category)`` fills the document's bindings (names, parties, law) before the
+    first sentence.
+    ``numbering`` is the probability that a document's sentences carry clause numbers ("7.1", "7.2").
+    """
+
+    name: str
+    grammar: Grammar
+    categories: tuple[CategorySpec, ...]
+    bind: Callable[[Expansion, str], None]
+    numbering: float = 0.0

@@ -1,0 +1,92 @@
+"""The bundled golden sets: they load, they are balanced, reproducible, and held out from training."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from specmeter.workloads import load_workload
+from specmeter.workloads.corpus import (
+    DEFAULT_SEED,
+    GOLDEN_SEED,
+    Register,
+    categories,
+    default_golden_dir,
+    generate_documents,
+    held_out_violations,
+    write_golden_sets,
+)
+from specmeter.workloads.corpus.cli import main
+from specmeter.workloads.corpus.golden import MAX_WORDS, MIN_WORDS, TrainingPrefixes, cut_prompt
+
+REGISTERS: tuple[Register, ...] = ("general", "legal")
+
+
+def _golden(register: Register) -> Path:
+    return default_golden_dir() / f"{register}.jsonl"
+
+
+@pytest.mark.parametrize("register", REGISTERS)
+def test_golden_set_loads_balanced(register: Register) -> None:
+    workload = load_workload(_golden(register))
+    assert len(workload) == 150
+    names = categories(register)
+    counts = Counter(p.category for p in workload)
+    assert set(counts) == set(names)
+    assert set(counts.values()) == {150 // len(names)}
+    # Round-robin order: every leading slice of the file stays balanced.
+    assert [p.category for p in workload.prompts[: len(names)]] == list(names)
+    assert [p.id for p in workload] == [f"{register}-{i:04d}" for i in range(1, 151)]
+    texts = [p.text for p in workload]
+    assert all(t is not None and MIN_WORDS <= len(t.split()) <= MAX_WORDS for t in texts)
+    assert len(set(texts)) == 150
+
+
+def test_golden_sets_are_reproducible(tmp_path: Path) -> None:
+    written = write_golden_sets(tmp_path)
+    for register in REGISTERS:
+        assert written[register].read_bytes() == _golden(register).read_bytes(), (
+            f"{register}.jsonl differs from what the generator writes now; if the grammar changed on "
+            "purpose, regenerate: python -m specmeter.workloads.corpus --golden src/specmeter/assets/golden"
+        )
+
+
+@pytest.mark.parametrize("register", REGISTERS)
+def test_golden_prompts_are_held_out(register: Register) -> None:
+    prompts = [p.text or "" for p in load_workload(_golden(register))]
+    # The files were built against the first 60k training documents; a smaller sample here keeps the
+    # suite fast (the reproducibility test above re-runs the full check).
+    assert held_out_violations(prompts, register, sample=4000, train_seed=DEFAULT_SEED) == []
+    # ... and the golden documents themselves come from a seed the training corpus never uses.
+    assert GOLDEN_SEED != DEFAULT_SEED
+
+
+def test_prefix_check_finds_training_openings() -> None:
+    # Positive control: the check does see a prompt cut from a real training document.
+    training = TrainingPrefixes("legal", sample=200)
+    doc = generate_documents("legal", 200, seed=DEFAULT_SEED)[137]
+    assert training.starts_with(" ".join(doc.text.split()[:20]))
+    assert held_out_violations([doc.text[:120]], "legal", sample=200) == [doc.text[:120]]
+    assert not training.starts_with(doc.text[:120] + " and something no template says")
+
+
+def test_cut_prompt() -> None:
+    rng = random.Random(0)
+    short = ["One two three four five.", "Six seven eight nine ten eleven twelve thirteen fourteen."]
+    for _ in range(50):
+        prompt = cut_prompt(short, rng)
+        assert prompt.startswith(short[0]) and 12 <= len(prompt.split()) <= 13
+    long_first = [" ".join(["word"] * 60) + ".", "Next sentence."]
+    for _ in range(50):
+        assert 24 <= len(cut_prompt(long_first, rng).split()) <= 40
+
+
+def test_cli_writes_golden_sets_held_out_from_the_described_corpus(tmp_path: Path) -> None:
+    assert main(["--golden", str(tmp_path), "--general", "300", "--legal", "300", "--seed", "3"]) == 0
+    for register in REGISTERS:
+        prompts = [p.text or "" for p in load_workload(tmp_path / f"{register}.jsonl")]
+        assert len(prompts) == 150
+        assert held_out_violations(prompts, register, sample=300, train_seed=3) == []
