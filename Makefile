@@ -33,6 +33,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_vs_hf.py
+	$(BIN)/python benchmarks/load_client.py
 
 # The bundled demo models, reproducible from fixed seeds. The corpus uses seed 0 and 60k+60k documents: the
 # golden sets are checked to be held out against exactly that corpus (docs/corpus.md); the distillation
@@ -40,7 +41,7 @@ bench: $(STAMP)
 # rerun after an interruption and every stage continues from its checkpoint). Not part of the tests.
 MODELS := src/specmeter/assets/models
 WORK := .models-work
-TARGET_STEPS ?= 1800
+TARGET_STEPS ?= 800
 DRAFT_STEPS ?= 1500
 DISTILL_STEPS ?= 800
 

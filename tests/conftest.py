@@ -7,12 +7,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 import transformers
 
 from specmeter.engine.tiny import TinyConfig, build_layer_skip_draft, build_random_llama, build_tokenizer
 
+# Tiny models gain nothing from a second thread, and on a shared 2-core machine OpenMP threads that spin
+# while another process holds the other core make each forward ~10x slower.
+torch.set_num_threads(1)
 transformers.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_run_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands record runs in a store under the user's data dir by default; tests must never touch it."""
+    monkeypatch.setenv("SPECMETER_STORE", str(tmp_path_factory.mktemp("store") / "runs.sqlite"))
 
 
 @dataclass(frozen=True)

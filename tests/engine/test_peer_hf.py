@@ -15,6 +15,11 @@ from specmeter.engine.speculative import speculative_decode
 def test_assisted_generation_agrees_with_specmeter(tiny, k: int) -> None:
     hf_target = AutoModelForCausalLM.from_pretrained(str(tiny.target), dtype=torch.float32).eval()
     hf_draft = AutoModelForCausalLM.from_pretrained(str(tiny.draft), dtype=torch.float32).eval()
+    # transformers reads the assistant's schedule from the assistant's own generation config, not from
+    # generate()'s arguments: without this the check would silently run with its default (heuristic) k.
+    hf_draft.generation_config.num_assistant_tokens = k
+    hf_draft.generation_config.num_assistant_tokens_schedule = "constant"
+    hf_draft.generation_config.assistant_confidence_threshold = 0.0
     target, draft = load_model(tiny.target), load_model(tiny.draft)
     for text in ["The Supplier shall indemnify", "To reset the device, hold", "The children played"]:
         ids = tiny.tokenizer(text)["input_ids"]

@@ -6,7 +6,15 @@ import os
 
 import typer
 
-from specmeter.cli import bench, demo, distill, train
+from specmeter.cli import bench, compat, demo, distill, select, train, tune
+from specmeter.cli import compare as compare_cmd
+from specmeter.cli import load as load_cmd
+from specmeter.cli import monitor as monitor_cmd
+from specmeter.cli import plan as plan_cmd
+from specmeter.cli import report as report_cmd
+from specmeter.cli import roi as roi_cmd
+from specmeter.cli import runs as runs_cmd
+from specmeter.cli import serve as serve_cmd
 
 app = typer.Typer(
     name="specmeter",
@@ -19,6 +27,17 @@ app.command("bench")(bench.bench)
 app.command("demo")(demo.demo)
 app.command("train")(train.train)
 app.command("distill")(distill.distill)
+app.command("compat")(compat.compat)
+app.command("tune")(tune.tune)
+app.command("select")(select.select)
+app.command("serve")(serve_cmd.serve)
+app.command("load")(load_cmd.load)
+app.command("monitor")(monitor_cmd.monitor)
+app.add_typer(runs_cmd.app, name="runs")
+app.command("compare")(compare_cmd.compare)
+app.command("report")(report_cmd.report)
+app.command("roi")(roi_cmd.roi)
+app.command("plan")(plan_cmd.plan)
 
 
 @app.callback()

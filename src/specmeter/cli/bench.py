@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from specmeter.cli.common import EXIT_INTERRUPTED, console, fail, parse_int_list
+from specmeter.cli.common import console, fail, parse_int_list, resolve_store
 
 if TYPE_CHECKING:
     from specmeter.engine.loader import LoadedModel
@@ -39,7 +39,9 @@ class BenchConfig:
     implementation: str = "auto"
     trust_remote_code: bool = False
     cost_repeats: int = 9
+    threads: int | None = None  # torch CPU threads; None keeps torch's default
     kind: str = "bench"
+    store: Path | None = None  # run store (SQLite) to record the run in; None records nothing
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -56,11 +58,12 @@ class BenchConfig:
             "dtype": self.dtype,
             "device": self.device,
             "implementation": self.implementation,
+            "threads": self.threads,
             **self.extra,
         }
 
 
-def _load_models(cfg: BenchConfig) -> tuple[LoadedModel, list[LoadedModel]]:
+def load_models(cfg: BenchConfig) -> tuple[LoadedModel, list[LoadedModel]]:
     from specmeter.engine.loader import ModelLoadError, load_model, tokenizer_mismatch
 
     def load(path: Path, name: str) -> LoadedModel:
@@ -89,7 +92,7 @@ def _load_models(cfg: BenchConfig) -> tuple[LoadedModel, list[LoadedModel]]:
     return target, drafts
 
 
-def _prepare_prompts(cfg: BenchConfig, target: LoadedModel) -> list[PreparedPrompt]:
+def prepare_prompts(cfg: BenchConfig, target: LoadedModel) -> list[PreparedPrompt]:
     from specmeter.engine.runner import PreparedPrompt
     from specmeter.workloads import WorkloadError, load_workload, render_prompt
 
@@ -132,67 +135,19 @@ def summarize_into(result: ResultFile, state: RunState) -> None:
 
 def execute_bench(cfg: BenchConfig, *, quiet: bool = False) -> dict[str, Any]:
     """Run the whole bench; returns the result dict (also written to ``cfg.json_out`` when set)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from specmeter.cli.measure import exit_if_interrupted, finish, report_recorded, run_candidates
+    from specmeter.engine.runner import measure_costs
 
-    from specmeter.engine.runner import Candidate, RunState, measure_costs, run_interleaved
-    from specmeter.engine.sampling import SamplingParams
-    from specmeter.report.files import RequestSink, ResultFile
-
-    try:
-        params = SamplingParams(cfg.temperature, cfg.top_p)
-    except ValueError as e:
-        fail(f"--temperature/--top-p: {e}")
-    if cfg.max_tokens < 1:
-        fail("--max-tokens must be >= 1")
-    if cfg.limit is not None and cfg.limit < 1:
-        fail("--limit must be >= 1")
-    target, drafts = _load_models(cfg)
-    prompts = _prepare_prompts(cfg, target)
-    candidates = [Candidate(d, k) for d in drafts for k in cfg.k]
-    state = RunState(target=target, candidates=candidates, params=params)
-    result = ResultFile(cfg.json_out, kind=cfg.kind, config=cfg.as_dict())
-    result.set_models(target.info, {d.info.name: d.info for d in drafts})
-
-    with console.status("measuring the cost curve t_T(n) and t_D(1) on warm caches…", spinner="dots"):
-        measure_costs(state, prompts[0].ids, repeats=cfg.cost_repeats)
-
-    labels: dict[int | None, str] = {None: "baseline", **{i: c.label for i, c in enumerate(candidates)}}
-    interrupted = False
-    with RequestSink(cfg.csv_out, cfg.log_out) as sink:
-
-        def on_record(slot: int | None, rec: Any) -> None:
-            c = None if slot is None else candidates[slot]
-            sink.write(labels[slot], None if c is None else c.draft.info.name, 0 if c is None else c.k, rec)
-
-        progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, disable=quiet, transient=True,
-        )  # fmt: skip
-        with progress:
-            task = progress.add_task(f"{len(candidates) + 1} runs × prompts", total=len(prompts))
-            try:
-                run_interleaved(
-                    state, prompts, seed=cfg.seed, on_record=on_record,
-                    on_prompt_done=lambda n: progress.advance(task),
-                )  # fmt: skip
-            except KeyboardInterrupt:
-                interrupted = True
-    summarize_into(result, state)
-    if interrupted:
-        result.save()
-    else:
-        result.finish()
-    out = result.to_dict()
+    m = run_candidates(
+        cfg, measure=lambda state, ctx: measure_costs(state, ctx, repeats=cfg.cost_repeats), quiet=quiet
+    )
+    out = finish(m)
     if not quiet:
         from specmeter.report.console import render_result
 
         render_result(out, console)
-    if interrupted:
-        console.print(
-            f"[yellow]Interrupted after {len(state.baseline)} of {len(prompts)} prompts; "
-            "everything finished so far is on disk.[/]"
-        )
-        raise typer.Exit(EXIT_INTERRUPTED)
+    report_recorded(m, quiet)
+    exit_if_interrupted(m)
     return out
 
 
@@ -220,7 +175,18 @@ def bench(
     implementation: str = typer.Option("auto", help="auto, native (Llama family) or transformers."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow custom model code."),
     cost_repeats: int = typer.Option(9, "--cost-repeats", help="Repeats per point of the cost curve."),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        help="CPU threads for torch (default: torch's choice; 1 is steadier on shared hosts).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no tables."),
+    store: Path | None = typer.Option(
+        None,
+        "--store",
+        help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
+    ),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not record this run in the run store."),
 ) -> None:
     """Measure candidates on a golden set: α, β, τ, per-position rates, four speedups, latency, memory."""
     if implementation not in ("auto", "native", "transformers"):
@@ -230,5 +196,6 @@ def bench(
         temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit, seed=seed,
         json_out=json_out, csv_out=csv_out, log_out=log_out, dtype=dtype, device=device,
         implementation=implementation, trust_remote_code=trust_remote_code, cost_repeats=cost_repeats,
+        store=resolve_store(store, no_store), threads=threads,
     )  # fmt: skip
     execute_bench(cfg, quiet=quiet)

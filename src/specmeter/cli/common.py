@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -35,3 +36,10 @@ def parse_int_list(value: str, option: str) -> list[int]:
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+def resolve_store(store: Path | None, no_store: bool) -> Path | None:
+    """The run store a measuring command records into: ``--store``, else the default; None with --no-store."""
+    from specmeter.store.paths import default_store_path
+
+    return None if no_store else store or default_store_path()

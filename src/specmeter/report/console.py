@@ -9,6 +9,7 @@ Works from the plain result dict only, so a JSON file read back from disk render
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -67,7 +68,13 @@ def _label(candidate: Mapping[str, Any]) -> str:
 def _reasons(summary: Any) -> str:
     reasons = _get(summary, "danger_reasons")
     if isinstance(reasons, Sequence) and not isinstance(reasons, str) and reasons:
-        return " ".join(str(r) for r in reasons)
+        # Reasons from specmeter.metrics carry no full stop, so they need "; " between them or they run
+        # together; a reason that already ends a sentence only needs a space.
+        texts = [str(r).strip() for r in reasons]
+        joined = texts[0]
+        for prev, text in pairwise(texts):
+            joined += (" " if prev.endswith((".", "!", "?")) else "; ") + text
+        return joined
     return "no reason given"
 
 

@@ -1,0 +1,63 @@
+"""``specmeter compat TARGET DRAFT``: can this draft serve this target? A verdict, every reason, an exit code.
+
+Reads config, tokenizer files and safetensors headers only — no weights — so it takes a second even for
+large checkpoints and fits a CI step. Exit codes:
+
+* 0 compatible, 1 usable with caveats, 2 incompatible — the verdict;
+* 3 the check could not be made (missing directory, no tokenizer, unreadable config or prompts file).
+
+Other specmeter commands exit 2 on a usage error; compat cannot, because 2 is its "incompatible", and a CI
+job must be able to tell "these models do not fit" from "the model directory was not there". A malformed
+command line (an unknown option, a missing argument) is still rejected by the argument parser with 2
+before compat runs, as for every command; that shows on a script's first run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from specmeter.cli.common import console, fail
+
+EXIT_CANNOT_CHECK = 3
+
+
+def compat(
+    target: Path = typer.Argument(..., help="Target model directory (Hugging Face format)."),
+    draft: Path = typer.Argument(..., help="Draft model directory (Hugging Face format)."),
+    prompts: Path | None = typer.Option(
+        None, "--prompts", help="Golden set to re-tokenize with both tokenizers (share identical)."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No tables; the exit code says it all."),
+) -> None:
+    """Can DRAFT serve TARGET? Exit 0 compatible, 1 usable with caveats, 2 incompatible, 3 cannot check."""
+    from specmeter.report.files import write_json_atomic
+    from specmeter.selection.compat import check_compat
+    from specmeter.selection.console_compat import render_compat
+    from specmeter.selection.hfdir import InspectError, inspect_model
+    from specmeter.selection.tokens import check_tokenization
+    from specmeter.workloads import WorkloadError, load_workload
+
+    try:
+        t = inspect_model(target)
+        d = inspect_model(draft)
+    except InspectError as e:
+        fail(str(e), EXIT_CANNOT_CHECK)
+    tokenization = None
+    if prompts is not None:
+        try:
+            workload = load_workload(prompts)
+        except WorkloadError as e:
+            fail(str(e), EXIT_CANNOT_CHECK)
+        tokenization = check_tokenization(workload, t.tokenizer.tokenizer, d.tokenizer.tokenizer)
+    report = check_compat(t, d, tokenization)
+    if json_out is not None:
+        try:
+            write_json_atomic(json_out, report.to_dict())
+        except OSError as e:
+            fail(f"--json {json_out}: cannot write ({e.strerror or e})", EXIT_CANNOT_CHECK)
+    if not quiet:
+        render_compat(report, console)
+    raise typer.Exit(report.exit_code)

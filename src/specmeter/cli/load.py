@@ -1,0 +1,217 @@
+"""``specmeter load``: load-test any OpenAI-compatible server, optionally against a baseline, level by level.
+
+Results go to the same ``--json/--csv/--log`` files as ``bench`` (kind ``"load"``, one candidate entry
+per load level). Ctrl-C keeps every finished request on disk and exits 130.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, cast
+
+import typer
+
+from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, parse_int_list
+
+SERVER_KINDS = ("auto", "vllm", "specmeter", "sglang", "tgi", "llamacpp", "unknown")
+
+
+def _rates(value: str) -> list[float]:
+    out = []
+    for part in value.split(","):
+        try:
+            rate = float(part)
+        except ValueError:
+            fail(f"--rate: {part.strip()!r} is not a number (requests per second)")
+        if rate <= 0:
+            fail(f"--rate: {part.strip()} must be > 0 requests per second")
+        out.append(rate)
+    return sorted(set(out))
+
+
+def _extra_body(value: str | None) -> dict[str, Any]:
+    if value is None:
+        return {}
+    try:
+        body = json.loads(value)
+    except ValueError as e:
+        fail(f"--extra-body: not valid JSON ({e})")
+    if not isinstance(body, dict):
+        fail("--extra-body: must be a JSON object, e.g. '{\"ignore_eos\": true}'")
+    return body
+
+
+def load(
+    endpoint: str = typer.Option(
+        ..., "--endpoint", help="Base URL of the server to test (http://host:port)."
+    ),
+    prompts: Path = typer.Option(
+        ..., "--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl."
+    ),
+    baseline: str | None = typer.Option(
+        None, "--baseline", help="Base URL of a non-speculative server: same workload, interleaved → E_meas."
+    ),
+    concurrency: str | None = typer.Option(
+        None, "--concurrency", help="Fixed concurrency, or a sweep: 1,4,16."
+    ),
+    rate: str | None = typer.Option(None, "--rate", help="Fixed request rate (req/s), or a sweep: 0.5,1,2."),
+    arrival: str = typer.Option("poisson", help="Arrivals in --rate mode: poisson or constant."),
+    limit: int | None = typer.Option(
+        None, help="Requests per level and endpoint (default: one pass over prompts)."
+    ),
+    duration: float | None = typer.Option(None, help="Seconds per level and endpoint, instead of --limit."),
+    warmup: int = typer.Option(2, help="Warm-up requests per endpoint before measuring."),
+    max_tokens: int = typer.Option(
+        128, "--max-tokens", help="Output tokens per request (unless the prompt says)."
+    ),
+    temperature: float = typer.Option(0.0, help="Sampling temperature sent with every request."),
+    top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling sent with every request."),
+    seed: int = typer.Option(0, help="Request i is sent with seed + i; Poisson arrivals use it too."),
+    api: str = typer.Option("auto", help="auto (chat prompts → chat API), completions or chat."),
+    model: str | None = typer.Option(None, help="Model name to request (default: the server's first model)."),
+    baseline_model: str | None = typer.Option(
+        None, "--baseline-model", help="Model name on the baseline server."
+    ),
+    api_key: str | None = typer.Option(None, "--api-key", envvar="SPECMETER_API_KEY", help="Bearer token."),
+    k: int | None = typer.Option(
+        None, "--k", help="The server's draft length, if its metrics do not reveal it."
+    ),
+    server: str = typer.Option(
+        "auto", "--server", help="Server kind for metrics: " + ", ".join(SERVER_KINDS)
+    ),
+    metrics_url: str | None = typer.Option(
+        None, "--metrics-url", help="Prometheus URL (default: URL/metrics)."
+    ),
+    baseline_metrics_url: str | None = typer.Option(None, "--baseline-metrics-url", help="The baseline's."),
+    no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape server metrics."),
+    extra_body: str | None = typer.Option(None, "--extra-body", help="JSON merged into every request body."),
+    stall_timeout: float = typer.Option(
+        60.0, "--stall-timeout", help="Seconds without data before a stream fails."
+    ),
+    request_timeout: float | None = typer.Option(
+        None, "--request-timeout", help="Seconds per request, overall."
+    ),
+    blocks: int | None = typer.Option(
+        None, "--blocks", help="Alternation blocks per level (default: automatic)."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the whole result as JSON."),
+    csv_out: Path | None = typer.Option(None, "--csv", help="Write one CSV row per request."),
+    log_out: Path | None = typer.Option(
+        None, "--log", help="Per-request JSONL log (tokens, latency, accepted)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+) -> None:
+    """Load-test an OpenAI-compatible server: latency under load, server-side acceptance, E_meas per level."""
+    from specmeter.serving.loadgen import LoadConfig, LoadError, Phase
+    from specmeter.workloads import WorkloadError, load_workload
+
+    if concurrency is not None and rate is not None:
+        fail("--concurrency and --rate are two different modes; give one of them")
+    if arrival not in ("poisson", "constant"):
+        fail(f"--arrival: {arrival!r} is not one of poisson, constant")
+    if api not in ("auto", "completions", "chat"):
+        fail(f"--api: {api!r} is not one of auto, completions, chat")
+    if server not in SERVER_KINDS:
+        fail(f"--server: {server!r} is not one of {', '.join(SERVER_KINDS)}")
+    for name, value in (("--limit", limit), ("--max-tokens", max_tokens), ("--k", k), ("--blocks", blocks)):
+        if value is not None and value < 1:
+            fail(f"{name} must be >= 1, got {value}")
+    for name, seconds in (
+        ("--duration", duration),
+        ("--stall-timeout", stall_timeout),
+        ("--request-timeout", request_timeout),
+    ):
+        if seconds is not None and seconds <= 0:
+            fail(f"{name} must be > 0 seconds, got {seconds:g}")
+    if limit is not None and duration is not None:
+        fail("--limit and --duration both bound a level; give one of them")
+    if warmup < 0:
+        fail(f"--warmup must be >= 0, got {warmup}")
+    if not temperature >= 0.0:
+        fail(f"--temperature must be >= 0, got {temperature:g}")
+    if not 0.0 < top_p <= 1.0:
+        fail(f"--top-p must be in (0, 1], got {top_p:g}")
+    for name, url in (("--endpoint", endpoint), ("--baseline", baseline)):
+        if url is not None and not url.startswith(("http://", "https://")):
+            fail(f"{name}: {url!r} is not an http(s) URL")
+    try:
+        workload = load_workload(prompts)
+    except WorkloadError as e:
+        fail(str(e))
+    if rate is not None:
+        phases = [Phase(rate=r) for r in _rates(rate)]
+    else:
+        phases = [Phase(concurrency=c) for c in parse_int_list(concurrency or "1", "--concurrency")]
+    kind = None if server == "auto" else ("vllm" if server == "specmeter" else server)
+    cfg = LoadConfig(
+        endpoint=endpoint,
+        prompts=workload.prompts,
+        baseline=baseline,
+        phases=phases,
+        arrival=cast(Any, arrival),
+        limit=limit,
+        duration=duration,
+        warmup=warmup,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        api=cast(Any, api),
+        model=model,
+        baseline_model=baseline_model,
+        api_key=api_key,
+        k=k,
+        server_kind=cast(Any, kind),
+        metrics_url=metrics_url,
+        baseline_metrics_url=baseline_metrics_url,
+        scrape_metrics=not no_metrics,
+        extra_body=_extra_body(extra_body),
+        stall_timeout=stall_timeout,
+        request_timeout=request_timeout,
+        blocks=blocks,
+    )
+    config = {
+        "endpoint": endpoint,
+        "baseline": baseline,
+        "prompts": str(prompts),
+        "concurrency": [p.concurrency for p in phases if p.concurrency is not None] or None,
+        "rate": [p.rate for p in phases if p.rate is not None] or None,
+        "arrival": arrival if rate else None,
+        "limit": limit,
+        "duration": duration,
+        "warmup": warmup,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
+        "seed": seed,
+        "api": api,
+        "model": model,
+        "baseline_model": baseline_model,
+        "k": k,
+        "server": server,
+        "blocks": blocks,
+        "extra_body": cfg.extra_body or None,
+    }
+
+    from specmeter.serving.loadrun import execute_load
+    from specmeter.serving.loadview import render_load
+
+    def on_phase(phase: Phase) -> None:
+        if not quiet:
+            err_console.print(f"[bold]load level {phase.label}[/] …")
+
+    try:
+        result = asyncio.run(
+            execute_load(
+                cfg, config=config, json_out=json_out, csv_out=csv_out, log_out=log_out, on_phase=on_phase
+            )
+        )
+    except LoadError as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        err_console.print("[yellow]Interrupted; every finished request is on disk.[/]")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if not quiet:
+        render_load(result, console)

@@ -1,0 +1,178 @@
+"""``specmeter monitor``: watch speculative decoding in production from the engines' /metrics.
+
+Windowed α, τ, per-position rates and throughput per engine, SQLite history, a live terminal view (a
+line per window when not on a terminal), alerts to the console, a JSONL file and an optional webhook,
+and the derived figures on the monitor's own /metrics. ``--once`` closes one window per target and
+exits; ``--duration`` bounds the run; otherwise it runs until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import typer
+
+from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, stdout_is_terminal
+
+if TYPE_CHECKING:
+    from specmeter.monitoring.alerts import AlertRules
+    from specmeter.monitoring.exporter import MonitorExporter
+    from specmeter.monitoring.monitor import Monitor, MonitorConfig
+    from specmeter.monitoring.store import HistoryStore
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "": 1.0}
+KINDS = ("auto", "vllm", "specmeter", "sglang", "tgi", "llamacpp")
+
+
+def parse_seconds(value: str, option: str) -> float:
+    """``15s``, ``500ms``, ``2m``, ``1h`` or a bare number of seconds; > 0."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|)\s*", value)
+    if match is None or float(match.group(1)) <= 0:
+        fail(f"{option}: {value!r} is not a positive duration such as 15s, 500ms or 2m")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def monitor(
+    scrape: list[str] = typer.Option(..., "--scrape", help="An engine's /metrics URL; repeat for several."),
+    interval: str = typer.Option("15s", help="Window length: time between scrapes (15s, 500ms, 2m)."),
+    alert_alpha: float | None = typer.Option(0.5, "--alert-alpha", help="Alert when α is below this …"),
+    alert_windows: int = typer.Option(3, "--alert-windows", help="… for this many consecutive windows."),
+    alert_tau_drop: float | None = typer.Option(
+        20.0, "--alert-tau-drop", help="Alert when τ falls this many percent below the baseline window."
+    ),
+    tau_baseline: float | None = typer.Option(
+        None, "--tau-baseline", help="Baseline τ (default: the first window that had drafts)."
+    ),
+    min_drafts: int = typer.Option(1, "--min-drafts", help="Windows with fewer drafts are no evidence."),
+    no_alerts: bool = typer.Option(False, "--no-alerts", help="Do not evaluate alert rules."),
+    server: str = typer.Option("auto", "--server", help="Server kind: " + ", ".join(KINDS)),
+    k: int | None = typer.Option(None, "--k", help="Draft length, where metrics do not reveal it (TGI α)."),
+    history: Path = typer.Option(Path("specmeter-monitor.sqlite"), "--history", help="SQLite history file."),
+    alerts_log: Path | None = typer.Option(None, "--alerts-log", help="Append alerts to this JSONL file."),
+    webhook: str | None = typer.Option(None, "--webhook", help="POST every alert as JSON to this URL."),
+    export_port: int | None = typer.Option(
+        None, "--export-port", help="Serve the derived gauges on this port's /metrics (0 = a free port)."
+    ),
+    export_host: str = typer.Option("127.0.0.1", "--export-host", help="Address of the exporter."),
+    once: bool = typer.Option(False, "--once", help="Close one window per target, print it, exit."),
+    duration: str | None = typer.Option(None, help="Stop after this long (e.g. 10m)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; alerts still print."),
+) -> None:
+    """Watch α, τ and per-position acceptance of running engines; alert and export derived metrics."""
+    from specmeter.monitoring.alerts import AlertRules
+
+    seconds = parse_seconds(interval, "--interval")
+    limit = parse_seconds(duration, "--duration") if duration is not None else None
+    if server not in KINDS:
+        fail(f"--server: {server!r} is not one of {', '.join(KINDS)}")
+    for name, value in (("--alert-windows", alert_windows), ("--min-drafts", min_drafts), ("--k", k)):
+        if value is not None and value < 1:
+            fail(f"{name} must be >= 1, got {value}")
+    if alert_alpha is not None and not 0.0 < alert_alpha <= 1.0:
+        fail(f"--alert-alpha must be in (0, 1], got {alert_alpha:g}")
+    if alert_tau_drop is not None and not 0.0 < alert_tau_drop < 100.0:
+        fail(f"--alert-tau-drop must be a percentage in (0, 100), got {alert_tau_drop:g}")
+    for url in [*scrape, *([webhook] if webhook else [])]:
+        if not url.startswith(("http://", "https://")):
+            fail(f"{url!r} is not an http(s) URL")
+    if export_port is not None and not 0 <= export_port <= 65535:
+        fail(f"--export-port must be between 0 and 65535, got {export_port}")
+
+    from specmeter.monitoring.exporter import MonitorExporter
+    from specmeter.monitoring.monitor import MonitorConfig
+    from specmeter.monitoring.promtext import metrics_url
+    from specmeter.monitoring.store import HistoryStore
+
+    kind = None if server == "auto" else ("vllm" if server == "specmeter" else server)
+    config = MonitorConfig(
+        targets=[metrics_url(u) for u in scrape],
+        interval=seconds,
+        kind=cast(Any, kind),
+        k=k,
+        duration=limit,
+        once=once,
+    )
+    rules = AlertRules(
+        alpha_threshold=None if no_alerts else alert_alpha,
+        alpha_windows=alert_windows,
+        tau_drop_pct=None if no_alerts else alert_tau_drop,
+        tau_baseline=tau_baseline,
+        min_drafts=min_drafts,
+    )
+    try:
+        store = HistoryStore(history)
+    except Exception as e:  # sqlite3 errors name the problem (unwritable directory, not a database)
+        fail(f"--history {history}: {e}")
+    exporter = MonitorExporter()
+    if export_port is not None:
+        try:
+            bound = exporter.serve(export_port, export_host)
+        except OSError as e:
+            fail(f"--export-port {export_port}: {e.strerror or e}")
+        err_console.print(f"derived metrics on http://{export_host}:{bound}/metrics")
+    live = stdout_is_terminal() and not quiet and not once
+    try:
+        monitor = asyncio.run(
+            _watch(config, rules, store, exporter, alerts_log, webhook, live=live, quiet=quiet)
+        )
+    except KeyboardInterrupt:
+        err_console.print(f"stopped; history in {history}")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    finally:
+        exporter.close()
+        store.close()
+    if once and stdout_is_terminal() and not quiet:
+        from specmeter.monitoring.live import render
+
+        console.print(render(monitor.trackers, rules, rules.alpha_threshold))
+
+
+async def _watch(
+    config: MonitorConfig,
+    rules: AlertRules,
+    store: HistoryStore,
+    exporter: MonitorExporter,
+    alerts_log: Path | None,
+    webhook: str | None,
+    *,
+    live: bool,
+    quiet: bool,
+) -> Monitor:
+    import httpx
+    from rich.live import Live
+
+    from specmeter.monitoring.alerts import AlertSink, ConsoleSink, JsonlSink, WebhookSink
+    from specmeter.monitoring.live import render, window_line
+    from specmeter.monitoring.monitor import Monitor
+
+    def say(line: str) -> None:
+        err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    jsonl = JsonlSink(alerts_log) if alerts_log is not None else None
+    try:
+        async with httpx.AsyncClient() as client:
+            sinks: list[AlertSink] = [ConsoleSink(say)]
+            if jsonl is not None:
+                sinks.append(jsonl)
+            if webhook is not None:
+                sinks.append(WebhookSink(webhook, client, on_error=lambda m: say(f"warning: {m}")))
+            monitor = Monitor(config, rules, sinks, store, exporter)
+            if live:
+                with Live(render(monitor.trackers, rules, rules.alpha_threshold), console=console) as view:
+                    monitor.on_window = lambda w, t: view.update(
+                        render(monitor.trackers, rules, rules.alpha_threshold)
+                    )
+                    await monitor.run(client)
+            else:
+                if not quiet and not stdout_is_terminal():
+                    monitor.on_window = lambda w, t: console.print(
+                        window_line(w), markup=False, highlight=False, soft_wrap=True
+                    )
+                await monitor.run(client)
+            return monitor
+    finally:
+        if jsonl is not None:
+            jsonl.close()

@@ -1,0 +1,156 @@
+"""``specmeter plan``: will target + draft fit, in which weight format, on which GPU, with how much KV room?
+
+Reads only the models' config.json files (directly, without transformers: fast, nothing loaded):
+
+    specmeter plan --target models/llama-70b --draft models/llama-1b --context 8192 --batch 8
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from specmeter.cli.common import console, fail
+
+_FORMATS_HELP = "Weight formats to plan, from fp32, bf16, fp8, nvfp4, int4 (comma-separated)."
+
+
+def _fit_text(fit: Any, context: int) -> tuple[str, str]:
+    """(card, KV headroom) cells of one fit, or 'none fits'."""
+    from specmeter.report.fmt import fmt_bytes
+
+    if fit is None:
+        return "none fits", "—"
+    card = f"{fit.count}× {fit.gpu.name}" if fit.count > 1 else fit.gpu.name
+    card += f" ({fit.gpu.memory_gib:g} GB)"
+    seqs = fit.kv_headroom_tokens // context
+    room = f"{fit.kv_headroom_tokens:,} tokens = {seqs:,} × {context:,} ({fmt_bytes(fit.kv_headroom_bytes)})"
+    return card, room
+
+
+def plan(
+    target: Path = typer.Option(..., "--target", help="Target model directory (or its config.json)."),
+    draft: Path | None = typer.Option(None, "--draft", help="Draft model directory (or its config.json)."),
+    formats: str = typer.Option("fp32,bf16,fp8,nvfp4,int4", "--dtype", help=_FORMATS_HELP),
+    kv_dtype: str | None = typer.Option(
+        None, "--kv-dtype", help="KV cache format: fp32, bf16, fp16, fp8 (default: follows the weights)."
+    ),
+    context: int = typer.Option(4096, "--context", help="Tokens per sequence (prompt + output)."),
+    batch: int = typer.Option(1, "--batch", help="Sequences held at once."),
+    tp: int = typer.Option(1, "--tp", help="GPUs per instance (tensor parallel); memory is pooled."),
+    utilization: float = typer.Option(
+        0.90, "--utilization", help="Fraction of GPU memory usable (vLLM's 0.9)."
+    ),
+    gpus: Path | None = typer.Option(
+        None, "--gpus", help="Your own GPU catalogue (JSON like assets/gpus.json)."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the plan as JSON."),
+) -> None:
+    """Memory fit per weight format: weights, KV cache, the smallest GPU that holds it and the KV headroom."""
+    import dataclasses
+
+    from rich.table import Table
+
+    from specmeter.economics import KV_FORMATS, WEIGHT_FORMATS, ConfigError, arch_from_config, load_catalogue
+    from specmeter.economics import plan as make_plan
+    from specmeter.report.files import write_json_atomic
+    from specmeter.report.fmt import fmt_bytes
+
+    try:
+        t = arch_from_config(target)
+        d = arch_from_config(draft) if draft is not None else None
+        catalogue = load_catalogue(gpus)
+    except (ConfigError, ValueError) as e:
+        fail(str(e))
+    names = [f.strip() for f in formats.split(",") if f.strip()]
+    for name in names or [formats]:
+        if name not in WEIGHT_FORMATS:
+            fail(f"--dtype: {name!r} is not one of {', '.join(WEIGHT_FORMATS)}")
+    if kv_dtype is not None and kv_dtype not in KV_FORMATS:
+        fail(f"--kv-dtype: {kv_dtype!r} is not one of {', '.join(KV_FORMATS)}")
+    for option, value in (("--context", context), ("--batch", batch), ("--tp", tp)):
+        if value < 1:
+            fail(f"{option} must be >= 1")
+    if not 0 < utilization <= 1:
+        fail("--utilization must be in (0, 1]")
+    rows = make_plan(t, d, catalogue.gpus, formats=names, context=context, batch=batch, kv_format=kv_dtype,
+                     utilization=utilization, count=tp)  # fmt: skip
+
+    def params(a: Any) -> str:
+        n = a.params
+        count = f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n:,}"
+        moe = f", {a.experts} experts" if a.experts > 1 else ""
+        return f"{count} params, {a.layers} layers, {a.kv_heads} KV heads × {a.head_dim}{moe}"
+
+    console.print(f"[bold]target[/] {t.name}: {params(t)}")
+    if d is not None:
+        console.print(f"[bold]draft[/]  {d.name}: {params(d)}")
+    tokens = context * batch
+    console.print(
+        f"KV cache for {batch} × {context:,} tokens; {utilization:.0%} of each GPU usable", soft_wrap=True
+    )
+    table = Table(title="memory fit per weight format", title_justify="left")
+    for column in ("weights", "KV", "W_T", "W_D", "KV/token", "target alone", "with draft", "smallest GPU",
+                   "KV headroom there"):  # fmt: skip
+        table.add_column(column)
+    pushes = []
+    for row in rows:
+        fp = row.footprint
+        fit = row.spec_fit if d is not None else row.baseline_fit
+        card, room = _fit_text(fit, context)
+        kv_token = fp.target_kv_per_token + fp.draft_kv_per_token
+        table.add_row(
+            fp.weight_format,
+            fp.kv_format,
+            fmt_bytes(fp.target_weights),
+            fmt_bytes(fp.draft_weights) if d is not None else "—",
+            fmt_bytes(kv_token),
+            fmt_bytes(fp.baseline_bytes),
+            fmt_bytes(fp.spec_bytes) if d is not None else "—",
+            card,
+            room,
+        )
+        base, spec = row.baseline_fit, row.spec_fit
+        if d is not None and base is not None and (spec is None or spec.gpu != base.gpu):
+            pushes.append(f"{fp.weight_format}: the draft pushes you from {_fit_text(base, context)[0]} to "
+                          f"{_fit_text(spec, context)[0]}")  # fmt: skip
+    console.print(table)
+    for line in pushes:
+        console.print(f"[yellow]{line}[/] (a price delta for `specmeter roi --spec-price`)", soft_wrap=True)
+    if d is not None:
+        console.print(
+            f"'with draft' = target alone + W_D + the draft's KV cache for {tokens:,} tokens; KV/token "
+            "counts both models. Formats and scale overheads: docs/economics.md.",
+            soft_wrap=True,
+        )
+    if json_out is not None:
+        data = {
+            "target": dataclasses.asdict(t),
+            "draft": dataclasses.asdict(d) if d is not None else None,
+            "context": context, "batch": batch, "tp": tp, "utilization": utilization,
+            "rows": [
+                {
+                    **dataclasses.asdict(r.footprint),
+                    "baseline_bytes": r.footprint.baseline_bytes, "extra_bytes": r.footprint.extra_bytes,
+                    "spec_bytes": r.footprint.spec_bytes,
+                    "baseline_fit": _fit_dict(r.baseline_fit), "spec_fit": _fit_dict(r.spec_fit),
+                }
+                for r in rows
+            ],
+        }  # fmt: skip
+        write_json_atomic(json_out, data)
+
+
+def _fit_dict(fit: Any) -> dict[str, Any] | None:
+    if fit is None:
+        return None
+    return {
+        "gpu": fit.gpu.name,
+        "memory_gib": fit.gpu.memory_gib,
+        "count": fit.count,
+        "usable_bytes": fit.usable_bytes,
+        "kv_headroom_bytes": fit.kv_headroom_bytes,
+        "kv_headroom_tokens": fit.kv_headroom_tokens,
+    }

@@ -1,0 +1,150 @@
+"""``specmeter roi``: the field report's ROI from a run's measured speedup or from given numbers.
+
+    specmeter roi latest --monthly-tokens 3B --baseline-throughput 2500 \\
+        --baseline-price 4.00 --spec-price 7.00 --engineering-cost 40000
+
+Amounts accept K, M, B (10^9) and T suffixes. ``--speedup`` overrides the run (or replaces it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from specmeter.cli.common import console, fail
+from specmeter.cli.runs import store_option, store_path
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_amount(text: str, option: str) -> float:
+    """``"3B"`` -> 3e9, ``"2.5e6"`` -> 2.5e6; a one-line error naming the option otherwise."""
+    raw = text.strip().replace(",", "").replace("_", "")
+    scale = 1.0
+    if raw and raw[-1].lower() in _SUFFIXES:
+        scale, raw = _SUFFIXES[raw[-1].lower()], raw[:-1]
+    try:
+        return float(raw) * scale
+    except ValueError:
+        fail(f"{option}: {text!r} is not a number (suffixes K, M, B, T are allowed)")
+
+
+def pick_candidate(result: Mapping[str, Any], wanted: str | None) -> tuple[str, float]:
+    """(label, E_meas) of the named candidate (``draft`` or ``draft@k``), else the best measured one."""
+    from specmeter.report.fmt import as_float
+
+    measured = []
+    for c in result.get("candidates") or []:
+        e = as_float((c.get("summary") or {}).get("speedup_measured")) if isinstance(c, Mapping) else None
+        if e is not None:
+            measured.append((f"{c.get('draft')}@k={c.get('k')}", str(c.get("draft")), e))
+    if not measured:
+        fail("the run has no measured speedup (no baseline or no candidate finished); pass --speedup")
+    if wanted is None:
+        label, _, e = max(measured, key=lambda m: m[2])
+        return label, e
+    key = wanted.replace("@", "@k=") if "@" in wanted and "@k=" not in wanted else wanted
+    matches = [(label, e) for label, draft, e in measured if key in (label, draft)]
+    if len(matches) != 1:
+        names = ", ".join(label for label, _, _ in measured)
+        fail(f"--candidate {wanted!r} matches {len(matches)} candidates; choose one of {names}")
+    return matches[0]
+
+
+def roi_inputs(
+    monthly_tokens: str, baseline_throughput: float, baseline_price: float, spec_price: float | None,
+    engineering_cost: str, horizon_months: float, speedup: float = 1.0,
+) -> Any:  # fmt: skip
+    """RoiInputs from CLI values, or a one-line error naming the option."""
+    from specmeter.economics import RoiInputs
+
+    inputs = RoiInputs(
+        monthly_tokens=parse_amount(monthly_tokens, "--monthly-tokens"),
+        baseline_throughput=baseline_throughput,
+        baseline_price=baseline_price,
+        spec_price=baseline_price if spec_price is None else spec_price,
+        speedup=speedup,
+        engineering_cost=parse_amount(engineering_cost, "--engineering-cost"),
+        horizon_months=horizon_months,
+    )
+    try:
+        inputs.check()
+    except ValueError as e:
+        fail("--" + str(e).replace("_", "-"))
+    return inputs
+
+
+def roi(
+    run: str | None = typer.Argument(None, help="Run id, latest~N or result JSON; omit with --speedup."),
+    speedup: float | None = typer.Option(
+        None, "--speedup", help="Use this speedup instead of a run's E_meas."
+    ),
+    candidate: str | None = typer.Option(
+        None, "--candidate", help="draft or draft@k (default: best E_meas)."
+    ),
+    monthly_tokens: str = typer.Option(..., "--monthly-tokens", help="Tokens served per month, e.g. 3B."),
+    baseline_throughput: float = typer.Option(
+        ..., "--baseline-throughput", help="Tokens/s one baseline instance sustains."
+    ),
+    baseline_price: float = typer.Option(..., "--baseline-price", help="Baseline instance price per hour."),
+    spec_price: float | None = typer.Option(
+        None, "--spec-price", help="Price per hour of the instance holding target + draft (default: same)."
+    ),
+    engineering_cost: str = typer.Option("0", "--engineering-cost", help="One-off cost of adopting it."),
+    horizon_months: float = typer.Option(12.0, "--horizon-months", help="Months of savings ROI counts."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
+    store: Path | None = store_option(),
+) -> None:
+    """ROI = (GPU-time cost saved − extra memory cost) / engineering cost, with monthly cost and payback."""
+    import dataclasses
+
+    from rich.table import Table
+
+    from specmeter.economics import compute_roi
+    from specmeter.report.files import write_json_atomic
+    from specmeter.store import StoreError, load_source
+
+    source_text = "given"
+    if speedup is None:
+        if run is None:
+            fail("give a RUN (store id or result JSON) or --speedup")
+        try:
+            source = load_source(run, store_path(store))
+        except StoreError as e:
+            fail(str(e))
+        label, speedup = pick_candidate(source.result, candidate)
+        source_text = f"E_meas of {label} in {source.name}"
+    inputs = roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price, engineering_cost,
+                        horizon_months, speedup)  # fmt: skip
+    r = compute_roi(inputs)
+
+    def money(x: float) -> str:
+        return f"{x:,.2f}"
+
+    table = Table(title=f"ROI at {speedup:.2f}× ({source_text})", title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("instance-hours / month before → after", f"{r.hours_before:,.1f} → {r.hours_after:,.1f}"),
+        ("average instances before → after", f"{r.instances_before:,.2f} → {r.instances_after:,.2f}"),
+        ("monthly cost before", money(r.cost_before)),
+        ("monthly cost after", money(r.cost_after)),
+        ("GPU-time cost saved / month", money(r.gpu_time_saved)),
+        ("extra memory cost / month (price delta)", money(r.extra_memory_cost)),
+        ("monthly savings", money(r.monthly_savings)),
+        ("change in monthly cost", "—" if r.savings_fraction is None else f"{-r.savings_fraction:+.1%}"),
+        (f"ROI over {horizon_months:g} months", "—" if r.roi is None else f"{r.roi:.2f}"),
+        ("payback", "never" if r.payback_months is None else f"{r.payback_months:.1f} months"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    if r.monthly_savings <= 0:
+        console.print("[bold red]Speculation costs more than it saves at these prices.[/]")
+    if json_out is not None:
+        data = {**dataclasses.asdict(r), "instances_before": r.instances_before}
+        data["instances_after"] = r.instances_after
+        write_json_atomic(json_out, data)

@@ -1,0 +1,101 @@
+"""``specmeter serve``: the local engine behind an OpenAI-compatible API with vLLM-named Prometheus metrics.
+
+Without ``--draft`` it serves plain target decoding — a baseline server to point ``load --baseline`` at.
+It binds loopback unless told otherwise; binding another address without ``--api-key`` gets a warning.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import typer
+
+from specmeter.cli.common import err_console, fail
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    target: Path = typer.Option(..., "--target", help="Target model directory (Hugging Face format)."),
+    draft: Path | None = typer.Option(
+        None, "--draft", help="Draft model directory; omit for a baseline server."
+    ),
+    k: int = typer.Option(4, "--k", help="Draft length (tokens proposed per step)."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, help="Port to bind (0 picks a free one)."),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="SPECMETER_API_KEY", help="Require 'Authorization: Bearer KEY' on /v1."
+    ),
+    served_model_name: str | None = typer.Option(
+        None, "--served-model-name", help="Model name clients pass (default: the target directory's name)."
+    ),
+    log: Path | None = typer.Option(None, "--log", help="Per-request JSONL log (tokens, latency, accepted)."),
+    default_max_tokens: int = typer.Option(
+        256, "--default-max-tokens", help="max_tokens for requests that give none (capped by the context)."
+    ),
+    max_waiting: int = typer.Option(1024, "--max-waiting", help="Queued requests beyond this get HTTP 429."),
+    per_request_metrics: bool = typer.Option(
+        True,
+        "--per-request-metrics/--no-per-request-metrics",
+        help="Add vLLM-style metrics.speculative_decoding to responses.",
+    ),
+    dtype: str = typer.Option("auto", help="auto, float32, bfloat16 or float16."),
+    device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
+    implementation: str = typer.Option("auto", help="auto, native (Llama family) or transformers."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow custom model code."),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+) -> None:
+    """Serve target (+ draft) with an OpenAI-compatible API, SSE streaming and Prometheus /metrics."""
+    if draft is not None and k < 1:
+        fail(f"--k must be >= 1 with a draft, got {k}")
+    if not 0 <= port <= 65535:
+        fail(f"--port must be between 0 and 65535, got {port}")
+    if default_max_tokens < 1:
+        fail(f"--default-max-tokens must be >= 1, got {default_max_tokens}")
+    if max_waiting < 1:
+        fail(f"--max-waiting must be >= 1, got {max_waiting}")
+    if implementation not in ("auto", "native", "transformers"):
+        fail(f"--implementation: {implementation!r} is not one of auto, native, transformers")
+    if not _is_loopback(host) and api_key is None:
+        err_console.print(
+            f"[yellow]warning:[/] binding {host} exposes the server beyond this machine without --api-key"
+        )
+
+    from specmeter.engine.loader import ModelLoadError
+    from specmeter.serving.app import ServeConfig, create_app
+    from specmeter.serving.local_engine import LocalEngine
+    from specmeter.serving.server import run_foreground
+
+    try:
+        engine = LocalEngine.load(
+            target,
+            draft,
+            k,
+            model_name=served_model_name,
+            dtype=dtype,
+            device=device,
+            implementation=implementation,
+            trust_remote_code=trust_remote_code,
+        )
+    except ModelLoadError as e:
+        fail(str(e))
+    config = ServeConfig(
+        api_key=api_key,
+        log_path=log,
+        default_max_tokens=default_max_tokens,
+        max_waiting=max_waiting,
+        per_request_metrics=per_request_metrics,
+    )
+    mode = f"draft {engine.draft_name}, k={engine.k}" if engine.k else "no draft (baseline)"
+    err_console.print(
+        f"serving {engine.model_name} ({mode}) on http://{host}:{port}/v1 · metrics on /metrics"
+    )
+    run_foreground(create_app(engine, config), host, port, log_level=log_level)

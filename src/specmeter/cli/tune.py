@@ -1,0 +1,135 @@
+"""``specmeter tune``: the best draft length k, per category, with the cost curve that decides it.
+
+Measures t_T(n), n = 1..k_max+1, and t_D(1) on warm caches, runs the baseline and the draft at every k of
+the sweep interleaved prompt by prompt (``engine.runner``), and analyses the sweep (``selection.tune``):
+the four speedups side by side per k, the gap between them as factors, E predicted for k that were not
+run, the prediction checked against a held-out k, the best k per category and overall.
+
+The measuring itself (load, cost curve, interleaved runs, files, run store) is ``cli.measure``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from specmeter.cli.bench import BenchConfig
+from specmeter.cli.common import console, fail, parse_int_list, resolve_store
+from specmeter.cli.measure import Measurement, exit_if_interrupted, finish, report_recorded, run_candidates
+
+if TYPE_CHECKING:
+    from specmeter.engine.runner import RunState
+
+K_MAX_LIMIT = 64
+
+
+def resolve_ks(k_max: int, k: str | None, holdout: int | None) -> tuple[list[int], int | None]:
+    """The k values to run and the held-out one, validated against ``--k-max``."""
+    from specmeter.selection.tune import auto_holdout
+
+    if not 1 <= k_max <= K_MAX_LIMIT:
+        fail(f"--k-max: must be between 1 and {K_MAX_LIMIT}, got {k_max}")
+    ks = list(range(1, k_max + 1)) if k is None else parse_int_list(k, "--k")
+    if max(ks) > k_max:
+        fail(f"--k: {max(ks)} is above --k-max {k_max}")
+    if holdout is None:
+        return ks, auto_holdout(ks)
+    if holdout == 0:
+        return ks, None
+    if holdout not in ks or holdout == max(ks):
+        fail(
+            f"--holdout: {holdout} must be one of the k values run, below the largest ({max(ks)}); 0 for none"
+        )
+    return ks, holdout
+
+
+def tune(
+    target: Path = typer.Option(..., "--target", help="Target model directory (Hugging Face format)."),
+    draft: Path = typer.Option(..., "--draft", help="Draft model directory."),
+    prompts: Path = typer.Option(..., "--prompts", help="Golden set: specmeter JSONL or Spec-Bench."),
+    k_max: int = typer.Option(8, "--k-max", help="Largest draft length; the cost curve goes to k_max+1."),
+    k: str | None = typer.Option(None, "--k", help="k values to run, e.g. 1,2,4,8 (default: 1..k_max)."),
+    holdout: int | None = typer.Option(
+        None,
+        "--holdout",
+        help="k run but kept out of every fit, to test predictions (default: auto; 0: none).",
+    ),
+    temperature: float = typer.Option(0.0, help="0 = greedy (exact-match verification)."),
+    top_p: float = typer.Option(1.0, "--top-p", help="Nucleus filtering applied to target and draft alike."),
+    max_tokens: int = typer.Option(
+        128, "--max-tokens", help="Output tokens per request (unless the prompt says)."
+    ),
+    limit: int | None = typer.Option(None, help="Only the first N prompts."),
+    seed: int = typer.Option(0, help="Seed for sampling."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the whole result as JSON."),
+    csv_out: Path | None = typer.Option(None, "--csv", help="Write one CSV row per request."),
+    log_out: Path | None = typer.Option(None, "--log", help="Per-request JSONL log."),
+    dtype: str = typer.Option("auto", help="auto, float32, bfloat16 or float16."),
+    device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
+    implementation: str = typer.Option("auto", help="auto, native (Llama family) or transformers."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow custom model code."),
+    cost_repeats: int = typer.Option(9, "--cost-repeats", help="Repeats per point of the cost curve."),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        help="CPU threads for torch (default: torch's choice; 1 is steadier on shared hosts).",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no tables."),
+    store: Path | None = typer.Option(
+        None,
+        "--store",
+        help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
+    ),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not record this run in the run store."),
+) -> None:
+    """Best draft length k per category: cost curve, four speedups per k, predictions tested on held-out k."""
+    if implementation not in ("auto", "native", "transformers"):
+        fail(f"--implementation: {implementation!r} is not one of auto, native, transformers")
+    if cost_repeats < 1:
+        fail("--cost-repeats must be >= 1")
+    ks, held = resolve_ks(k_max, k, holdout)
+    cfg = BenchConfig(
+        target=target, drafts=[draft], prompts=prompts, k=ks, temperature=temperature, top_p=top_p,
+        max_tokens=max_tokens, limit=limit, seed=seed, json_out=json_out, csv_out=csv_out, log_out=log_out,
+        dtype=dtype, device=device, implementation=implementation, trust_remote_code=trust_remote_code,
+        cost_repeats=cost_repeats, kind="tune", store=resolve_store(store, no_store), threads=threads,
+        extra={"k_max": k_max, "holdout": held},
+    )  # fmt: skip
+    execute_tune(cfg, k_max=k_max, holdout=held, quiet=quiet)
+
+
+def execute_tune(cfg: BenchConfig, *, k_max: int, holdout: int | None, quiet: bool = False) -> dict[str, Any]:
+    """Run the sweep and return the result dict (also written to ``cfg.json_out``)."""
+    from specmeter.engine.costs import measure_cost_curve
+    from specmeter.metrics.records import CostCurve
+    from specmeter.selection.tune import analyse_tune, cost_curve_section
+
+    def measure(state: RunState, context: Sequence[int]) -> None:
+        draft = state.candidates[0].draft
+        curve = measure_cost_curve(state.target.model, draft.model, context, k_max + 1, cfg.cost_repeats)
+        # The baseline's curve is the target's alone (bench stores it the same way).
+        state.cost_curves[state.target.info.name] = replace(curve, draft_s=0.0, draft_spread=0.0)
+        state.cost_curves[draft.info.name] = curve
+
+    def draft_curve(m: Measurement) -> CostCurve:
+        return m.state.cost_curves[m.drafts[0].info.name]
+
+    def on_costs(m: Measurement) -> None:
+        # The curve is on disk before the sweep starts: minutes of measurement are never lost.
+        m.result.set_section({"cost_curve": cost_curve_section(draft_curve(m))})
+
+    m = run_candidates(cfg, measure=measure, on_costs=on_costs, quiet=quiet)
+    runs = [m.state.candidate_run(i) for i in range(len(m.state.candidates))]
+    section = analyse_tune(m.state.baseline_run(), runs, draft_curve(m), k_max=k_max, holdout=holdout)
+    out = finish(m, section)
+    if not quiet:
+        from specmeter.selection.console_tune import render_tune
+
+        render_tune(out, console)
+    report_recorded(m, quiet)
+    exit_if_interrupted(m)
+    return out

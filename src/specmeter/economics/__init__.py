@@ -1,0 +1,44 @@
+"""The money side: ROI of speculative decoding (the field report's formula) and the VRAM planner.
+
+Pure Python (no torch): ``plan`` reads config.json files only, ``roi`` works from a measured speedup or
+given numbers.
+"""
+
+from specmeter.economics.gpus import Catalogue, Gpu, load_catalogue
+from specmeter.economics.modelcfg import ArchFacts, ConfigError, arch_from_config, arch_from_dict
+from specmeter.economics.plan import (
+    DEFAULT_UTILIZATION,
+    KV_FORMATS,
+    WEIGHT_FORMATS,
+    Fit,
+    Footprint,
+    PlanRow,
+    footprint,
+    plan,
+    weight_bytes,
+)
+from specmeter.economics.roi import HOURS_PER_MONTH, RoiInputs, RoiResult, compute_roi, price_ratio_for_saving
+
+__all__ = [
+    "DEFAULT_UTILIZATION",
+    "HOURS_PER_MONTH",
+    "KV_FORMATS",
+    "WEIGHT_FORMATS",
+    "ArchFacts",
+    "Catalogue",
+    "ConfigError",
+    "Fit",
+    "Footprint",
+    "Gpu",
+    "PlanRow",
+    "RoiInputs",
+    "RoiResult",
+    "arch_from_config",
+    "arch_from_dict",
+    "compute_roi",
+    "footprint",
+    "load_catalogue",
+    "plan",
+    "price_ratio_for_saving",
+    "weight_bytes",
+]

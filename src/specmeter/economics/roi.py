@@ -1,0 +1,122 @@
+"""Return on investment of speculative decoding, the field report's way.
+
+    ROI = (GPU-time cost saved − extra memory cost) / engineering cost
+
+Money is instance-hours. Serving a month's tokens at the baseline throughput takes
+H_before = tokens / (throughput · 3600) instance-hours; with a speedup E it takes H_after = H_before / E.
+Holding the draft may need a bigger (dearer) instance, so the after-hours are billed at the speculative
+instance's price:
+
+    GPU-time cost saved  = (H_before − H_after) · price_baseline
+    extra memory cost    = H_after · (price_spec − price_baseline)      (the bigger instance's price delta)
+    cost after           = H_after · price_spec = cost before − saved + extra
+    monthly savings      = saved − extra
+
+The seed gives no time horizon for ROI, so it is computed over ``horizon_months`` of savings (12 by
+default) against a one-off engineering cost: ROI = 1 means the savings paid exactly for the work within
+the horizon. Payback is engineering cost / monthly savings.
+
+E is a *throughput* speedup here: a batch-1 latency speedup (``bench``) overstates it at high batch,
+where decoding is less memory-bound; prefer a speedup measured under production concurrency
+(``load``) when there is one. Pure Python, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["HOURS_PER_MONTH", "RoiInputs", "RoiResult", "compute_roi", "price_ratio_for_saving"]
+
+HOURS_PER_MONTH = 730.0  # 365 · 24 / 12
+
+
+@dataclass(frozen=True)
+class RoiInputs:
+    monthly_tokens: float  # output tokens served per month
+    baseline_throughput: float  # tokens/s one baseline instance sustains
+    baseline_price: float  # per instance-hour, without speculation
+    spec_price: float  # per instance-hour of the instance that holds target + draft
+    speedup: float  # E: throughput with speculation ÷ without
+    engineering_cost: float  # one-off cost of adopting speculation
+    horizon_months: float = 12.0
+
+    def check(self) -> None:
+        """ValueError naming the first bad field."""
+        positive = {
+            "monthly_tokens": self.monthly_tokens,
+            "baseline_throughput": self.baseline_throughput,
+            "speedup": self.speedup,
+            "horizon_months": self.horizon_months,
+        }
+        for name, value in positive.items():
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a number > 0 (got {value})")
+        for name, value in {
+            "baseline_price": self.baseline_price,
+            "spec_price": self.spec_price,
+            "engineering_cost": self.engineering_cost,
+        }.items():
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a number >= 0 (got {value})")
+
+
+@dataclass(frozen=True)
+class RoiResult:
+    inputs: RoiInputs
+    hours_before: float  # instance-hours per month
+    hours_after: float
+    cost_before: float  # per month
+    cost_after: float
+    gpu_time_saved: float  # (H_before − H_after) · price_baseline
+    extra_memory_cost: float  # H_after · (price_spec − price_baseline)
+    monthly_savings: float  # cost_before − cost_after
+    savings_fraction: float | None  # savings / cost before; None when nothing was spent before
+    roi: float | None  # horizon · savings / engineering cost; None when engineering costs nothing
+    payback_months: float | None  # None when it never pays back
+
+    @property
+    def instances_before(self) -> float:
+        """Instances busy on average over the month."""
+        return self.hours_before / HOURS_PER_MONTH
+
+    @property
+    def instances_after(self) -> float:
+        return self.hours_after / HOURS_PER_MONTH
+
+
+def compute_roi(inputs: RoiInputs) -> RoiResult:
+    inputs.check()
+    hours_before = inputs.monthly_tokens / (inputs.baseline_throughput * 3600.0)
+    hours_after = hours_before / inputs.speedup
+    cost_before = hours_before * inputs.baseline_price
+    saved = (hours_before - hours_after) * inputs.baseline_price
+    extra = hours_after * (inputs.spec_price - inputs.baseline_price)
+    savings = saved - extra
+    roi = None
+    if inputs.engineering_cost > 0:
+        roi = inputs.horizon_months * savings / inputs.engineering_cost
+    payback = None if savings <= 0 else inputs.engineering_cost / savings
+    return RoiResult(
+        inputs=inputs,
+        hours_before=hours_before,
+        hours_after=hours_after,
+        cost_before=cost_before,
+        cost_after=hours_after * inputs.spec_price,
+        gpu_time_saved=saved,
+        extra_memory_cost=extra,
+        monthly_savings=savings,
+        savings_fraction=savings / cost_before if cost_before > 0 else None,
+        roi=roi,
+        payback_months=payback,
+    )
+
+
+def price_ratio_for_saving(speedup: float, saving: float) -> float:
+    """The spec/baseline price ratio at which ``speedup`` saves the fraction ``saving`` of the monthly cost.
+
+    cost after / cost before = ratio / E, so ratio = E · (1 − saving); the seed's 2.5× and −30% give 1.75.
+    """
+    if speedup <= 0 or not 0 <= saving < 1:
+        raise ValueError("speedup must be > 0 and saving in [0, 1)")
+    return speedup * (1.0 - saving)

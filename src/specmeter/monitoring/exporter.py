@@ -1,0 +1,142 @@
+"""The monitor's own /metrics: derived acceptance gauges per scraped target, alert state, scrape health.
+
+Prometheus can compute α and τ from vLLM's counters itself (see assets/prometheus/rules.yml); these
+gauges exist for the engines that cannot be queried that way (SGLang gauges, TGI's histogram, llama.cpp)
+and so that one dashboard shows every engine under one set of names. A figure that does not apply in a
+window is removed from the exposition rather than exported as NaN.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest, start_http_server
+
+from specmeter.monitoring.alerts import AlertEvent
+from specmeter.monitoring.windows import Window
+
+__all__ = ["EXPORTED_METRICS", "MonitorExporter"]
+
+# Sample names as they appear in the exposition (what PromQL sees); tests check the assets against these.
+EXPORTED_METRICS: tuple[str, ...] = (
+    "specmeter_acceptance_rate",
+    "specmeter_acceptance_length",
+    "specmeter_beta",
+    "specmeter_per_position_acceptance",
+    "specmeter_generation_tokens_per_second",
+    "specmeter_drafts_per_second",
+    "specmeter_window_end_timestamp_seconds",
+    "specmeter_alert_active",
+    "specmeter_alerts_total",
+    "specmeter_scrape_errors_total",
+    "specmeter_counter_resets_total",
+)
+
+
+class MonitorExporter:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r, t = self.registry, ["target"]
+        self.alpha = Gauge(
+            "specmeter_acceptance_rate", "Draft acceptance rate α = A/D over the last window.", t, registry=r
+        )
+        self.tau = Gauge(
+            "specmeter_acceptance_length",
+            "Mean acceptance length τ = 1 + A/S over the last window.",
+            t,
+            registry=r,
+        )
+        self.beta = Gauge(
+            "specmeter_beta",
+            "Per-token acceptance probability β = A/(A+R) (full drafts only).",
+            t,
+            registry=r,
+        )
+        self.position = Gauge(
+            "specmeter_per_position_acceptance",
+            "Share of steps that accepted draft position `position` (1-based) and all before it.",
+            ["target", "position"],
+            registry=r,
+        )
+        self.tokens = Gauge(
+            "specmeter_generation_tokens_per_second",
+            "Generated tokens per second over the last window.",
+            t,
+            registry=r,
+        )
+        self.drafts = Gauge(
+            "specmeter_drafts_per_second", "Speculative steps per second over the last window.", t, registry=r
+        )
+        self.window_end = Gauge(
+            "specmeter_window_end_timestamp_seconds", "End of the last window (Unix time).", t, registry=r
+        )
+        self.alert_active = Gauge(
+            "specmeter_alert_active",
+            "1 while the alert rule fires for the target.",
+            ["target", "rule"],
+            registry=r,
+        )
+        self.alerts = Counter(
+            "specmeter_alerts", "Alert transitions to firing.", ["target", "rule"], registry=r
+        )
+        self.scrape_errors = Counter(
+            "specmeter_scrape_errors", "Failed scrapes of the target.", t, registry=r
+        )
+        self.resets = Counter(
+            "specmeter_counter_resets",
+            "Windows in which a counter reset (engine restart) was seen.",
+            t,
+            registry=r,
+        )
+        self._positions: dict[str, int] = {}
+        self._server: Any = None
+        self._thread: Any = None
+
+    def _set(self, gauge: Gauge, labels: Iterable[str], value: float | None) -> None:
+        labels = tuple(labels)
+        if value is None:
+            with contextlib.suppress(KeyError):
+                gauge.remove(*labels)
+        else:
+            gauge.labels(*labels).set(value)
+
+    def observe_window(self, w: Window) -> None:
+        target = w.target
+        if w.error is not None:
+            self.scrape_errors.labels(target).inc()
+            return
+        a = w.acceptance
+        self.window_end.labels(target).set(w.t_end)
+        self._set(self.alpha, [target], None if a is None else a.acceptance_rate)
+        self._set(self.tau, [target], None if a is None else a.acceptance_length)
+        self._set(self.beta, [target], None if a is None else a.beta)
+        self._set(self.tokens, [target], None if a is None else a.tokens_per_s)
+        self._set(self.drafts, [target], None if a is None else a.drafts_per_s)
+        rows = (a.per_position if a is not None else None) or []
+        for i in range(max(len(rows), self._positions.get(target, 0))):
+            value = rows[i]["cumulative"] if i < len(rows) else None
+            self._set(self.position, [target, str(i + 1)], value)
+        self._positions[target] = len(rows)
+        if a is not None and a.resets:
+            self.resets.labels(target).inc()
+
+    def observe_alert(self, e: AlertEvent) -> None:
+        self.alert_active.labels(e.target, e.rule).set(1.0 if e.state == "firing" else 0.0)
+        if e.state == "firing":
+            self.alerts.labels(e.target, e.rule).inc()
+
+    def text(self) -> str:
+        return generate_latest(self.registry).decode("utf-8")
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> int:
+        """Start the HTTP exporter in a background thread; returns the bound port (0 picks a free one)."""
+        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        return int(self._server.server_address[1])
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

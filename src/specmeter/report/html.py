@@ -1,0 +1,298 @@
+"""``specmeter report``: one self-contained HTML file per run — no CDN, no JavaScript, works offline.
+
+Sections follow the decision an engineer has to explain: the verdict; α and E_meas per candidate and
+category with intervals; per-position acceptance; the four speedup models against the measured one;
+speedup against k; the chunk-gap distribution and a per-request timeline (stutter); memory and weight
+traffic; ROI. Charts are inline SVG from ``report.html_svg``. Every user-supplied string (names,
+categories, request ids, paths) is escaped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from specmeter import __version__
+from specmeter.economics.roi import RoiInputs, compute_roi
+from specmeter.report.console import verdict
+from specmeter.report.fmt import (
+    DASH,
+    as_float,
+    fmt_bytes,
+    fmt_int,
+    fmt_ms,
+    fmt_num,
+    fmt_pct,
+    fmt_rate,
+    fmt_speedup,
+    with_ci,
+)
+from specmeter.report.html_charts import (
+    Records,
+    acceptance_chart,
+    candidate_label,
+    gap_chart,
+    k_chart,
+    memory_chart,
+    models_chart,
+    positions_chart,
+    speedup_chart,
+    timeline_chart,
+    traffic_chart,
+)
+from specmeter.report.html_svg import esc
+
+__all__ = ["render_report", "write_report"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#111827;margin:0;background:#f9fafb}
+main{max-width:1040px;margin:0 auto;padding:24px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e5e7eb}
+.meta{color:#4b5563}.verdict{padding:12px 16px;border-radius:6px;font-weight:600;margin:16px 0}
+.ok{background:#dcfce7;color:#14532d}.bad{background:#fee2e2;color:#7f1d1d}.warn{background:#fef3c7;color:#78350f}
+table{border-collapse:collapse;width:100%;margin:8px 0;font-size:13px;background:#fff}
+th,td{border:1px solid #e5e7eb;padding:4px 6px;text-align:left;vertical-align:top}th{background:#f3f4f6}
+td.danger{color:#b91c1c;font-weight:600}.note{color:#6b7280;font-size:12px}
+svg.chart{width:100%;height:auto;background:#fff;border:1px solid #e5e7eb;border-radius:4px;margin:8px 0}
+svg .ctitle{font-size:13px;font-weight:600;fill:#111827}
+svg .legend,svg .tl,svg .rv{font-size:11px;fill:#374151}
+svg .rl{font-size:11px;fill:#111827}svg .al{font-size:11px;fill:#6b7280}
+svg .axis{stroke:#6b7280}svg .tick{stroke:#6b7280}svg .grid{stroke:#eef0f3}
+svg .ref{stroke:#dc2626;stroke-dasharray:4 3}svg .reflabel{font-size:10px;fill:#dc2626}
+svg .whisker{stroke:#111827;stroke-width:2}
+"""
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], danger_col: int | None = None) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = ' class="danger"' if i == danger_col and cell.startswith("DANGER") else ""
+            cells.append(f"<td{cls}>{esc(cell)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _danger(s: Any) -> str:
+    flag = _get(s, "danger_zone")
+    if flag is True:
+        reasons = _get(s, "danger_reasons") or []
+        return "DANGER: " + " ".join(str(r) for r in reasons) if reasons else "DANGER"
+    return "ok" if flag is False else DASH
+
+
+def _alpha(s: Any) -> str:
+    rate = fmt_rate(_get(s, "acceptance_rate"), _get(s, "accepted_tokens"), _get(s, "drafted_tokens"))
+    return with_ci(rate, _get(s, "acceptance_rate_ci"))
+
+
+def _e_meas(s: Any) -> str:
+    return with_ci(fmt_speedup(_get(s, "speedup_measured")), _get(s, "speedup_measured_ci"))
+
+
+def _dist(s: Any, key: str, q: str) -> str:
+    return fmt_ms(_get(s, key, q))
+
+
+_CANDIDATE_HEADERS = (
+    "candidate", "α (count) [95% CI]", "β", "τ", "E_meas [95% CI]", "E_seed / E_lev / E_cal", "TTFT p50",
+    "TPOT p50", "gap p99", "jitter", "stalls", "extra memory", "danger zone",
+)  # fmt: skip
+_CATEGORY_HEADERS = (
+    "category", "candidate", "requests", "α (count) [95% CI]", "τ", "E_meas [95% CI]", "jitter",
+    "danger zone",
+)  # fmt: skip
+
+
+def _latency_cells(s: Any) -> list[str]:
+    return [
+        _dist(s, "ttft_ms", "p50"),
+        _dist(s, "tpot_ms", "p50"),
+        _dist(s, "gap_ms", "p99"),
+        fmt_num(_get(s, "jitter")),
+        fmt_int(_get(s, "stalls")),
+    ]
+
+
+def _candidates_table(result: Mapping[str, Any]) -> str:
+    rows = []
+    base = _get(result, "baseline", "summary")
+    if isinstance(base, Mapping):
+        rows.append(["baseline", DASH, DASH, DASH, "1.00×", DASH, *_latency_cells(base), DASH, DASH])
+    for c in result.get("candidates") or []:
+        s = c.get("summary") if isinstance(c, Mapping) else None
+        models = " / ".join(
+            fmt_speedup(_get(s, k)) for k in ("speedup_seed", "speedup_leviathan", "speedup_calibrated")
+        )
+        beta = with_ci(fmt_num(_get(s, "beta"), 3), _get(s, "beta_ci"))
+        tau = with_ci(fmt_num(_get(s, "acceptance_length")), _get(s, "acceptance_length_ci"))
+        extra = fmt_bytes(_get(s, "extra_memory_bytes"))
+        rows.append(
+            [
+                candidate_label(c),
+                _alpha(s),
+                beta,
+                tau,
+                _e_meas(s),
+                models,
+                *_latency_cells(s),
+                extra,
+                _danger(s),
+            ]
+        )
+    return _table(_CANDIDATE_HEADERS, rows, danger_col=12)
+
+
+def _category_table(result: Mapping[str, Any]) -> str | None:
+    rows = []
+    for c in result.get("candidates") or []:
+        for category, s in sorted((_get(c, "by_category") or {}).items()):
+            tau = fmt_num(_get(s, "acceptance_length"))
+            requests = fmt_int(_get(s, "requests"))
+            jitter = fmt_num(_get(s, "jitter"))
+            rows.append(
+                [str(category), candidate_label(c), requests, _alpha(s), tau, _e_meas(s), jitter, _danger(s)]
+            )
+    return _table(_CATEGORY_HEADERS, rows, danger_col=7) if rows else None
+
+
+def _roi_section(result: Mapping[str, Any], roi: RoiInputs | None) -> str:
+    rows = []
+    for c in result.get("candidates") or []:
+        e = as_float(_get(c, "summary", "speedup_measured"))
+        if e is None or e <= 0:
+            continue
+        if roi is None:
+            rows.append([candidate_label(c), fmt_speedup(e), fmt_pct(1 / e - 1)])
+            continue
+        r = compute_roi(dataclasses.replace(roi, speedup=e))
+        rows.append([candidate_label(c), fmt_speedup(e), f"{r.cost_before:,.0f}", f"{r.cost_after:,.0f}",
+                     f"{r.monthly_savings:,.0f}", fmt_pct(r.savings_fraction), fmt_num(r.roi),
+                     DASH if r.payback_months is None else f"{r.payback_months:.1f}"])  # fmt: skip
+    if not rows:
+        return "<p class='note'>No measured speedup, so no ROI.</p>"
+    if roi is None:
+        return (
+            _table(["candidate", "E_meas", "GPU time per token"], rows)
+            + "<p class='note'>Pass --monthly-tokens, --baseline-throughput, --baseline-price, "
+            "--spec-price and --engineering-cost to turn this into money "
+            "(see <code>specmeter roi</code>).</p>"
+        )
+    headers = ["candidate", "E_meas", "monthly cost before", "after", "monthly savings", "saving",
+               f"ROI ({roi.horizon_months:g} months)", "payback (months)"]  # fmt: skip
+    note = (
+        f"{roi.monthly_tokens:,.0f} tokens/month at {roi.baseline_throughput:,.0f} tokens/s per instance; "
+        f"instance prices {roi.baseline_price:g} (baseline) and {roi.spec_price:g} (with the draft) "
+        "per hour; "
+        f"engineering cost {roi.engineering_cost:,.0f}. ROI = (GPU-time cost saved − extra memory cost) × "
+        "months / engineering cost."
+    )
+    return _table(headers, rows) + f"<p class='note'>{esc(note)}</p>"
+
+
+_NO_TIMELINE = (
+    "<p class='note'>The per-request timeline needs the run's request records: report a stored run "
+    "(specmeter report RUN_ID) rather than a JSON file.</p>"
+)
+
+
+def _figure(svg: str | None, missing: str) -> str:
+    return svg if svg is not None else f"<p class='note'>{esc(missing)}</p>"
+
+
+def render_report(
+    result: Mapping[str, Any],
+    *,
+    records: Records | None = None,
+    source: str = "",
+    notes: Sequence[str] = (),
+    roi: RoiInputs | None = None,
+    request_id: str | None = None,
+) -> str:
+    """The whole report as one HTML string. ``records`` (slot → request records) enable the gap ECDF and
+    the timeline; without them those sections fall back to the summary or say what is missing."""
+    config = _get(result, "run", "config") or {}
+    drafts = config.get("drafts")
+    meta = [
+        ("source", source or DASH),
+        ("kind", str(result.get("kind", DASH))),
+        ("started", str(_get(result, "run", "started_at") or DASH)),
+        ("target", str(config.get("target", DASH))),
+        ("drafts", ", ".join(map(str, drafts)) if isinstance(drafts, list) else DASH),
+        ("prompts", str(config.get("prompts", DASH))),
+        ("k", ", ".join(map(str, config.get("k") or [])) or DASH),
+        (
+            "sampling",
+            f"temperature {fmt_num(config.get('temperature'))}, top_p {fmt_num(config.get('top_p'))}",
+        ),
+        ("max tokens", fmt_int(config.get("max_tokens"))),
+    ]
+    line = verdict(result)
+    cls = "bad" if "danger" in line.plain.lower() or "no candidate pays off" in line.plain else "ok"
+    if "no measured speedup" in line.plain:
+        cls = "warn"
+    all_notes = list(notes)
+    if result.get("complete") is False:
+        all_notes.insert(0, "Interrupted run: partial results, everything measured up to the interruption.")
+    timeline = timeline_chart(records, request_id)
+    body = [
+        f"<h1>specmeter report: {esc(config.get('target', result.get('kind', 'run')))}</h1>",
+        "<p class='meta'>" + " · ".join(f"<b>{esc(k)}</b> {esc(v)}" for k, v in meta) + "</p>",
+        *(f"<p class='verdict warn'>{esc(n)}</p>" for n in all_notes),
+        f"<p class='verdict {cls}'>{esc(line.plain)}</p>",
+        "<h2>Candidates</h2>",
+        _candidates_table(result),
+        "<h2>Acceptance and speedup per category</h2>",
+        _figure(acceptance_chart(result), "No candidate drafted anything: no acceptance rate."),
+        _figure(speedup_chart(result), "No measured speedup (no baseline or no candidate)."),
+        _category_table(result) or "",
+        "<h2>Per-position acceptance</h2>",
+        _figure(positions_chart(result), "No per-position rates in this result."),
+        "<h2>Speedup: measured against the models</h2>",
+        _figure(models_chart(result), "No speedup figures in this result."),
+        _figure(k_chart(result), "No speedup-against-k data in this result."),
+        "<h2>Stutter: chunk gaps and a request timeline</h2>",
+        _figure(gap_chart(result, records), "No chunk gaps in this result."),
+        timeline[0] if timeline else _NO_TIMELINE,
+        "<h2>Memory and bandwidth</h2>",
+        _figure(memory_chart(result), "No memory figures in this result."),
+        _figure(traffic_chart(result), "No weight-traffic figures in this result."),
+        "<h2>Return on investment</h2>",
+        _roi_section(result, roi),
+        f"<p class='note'>Generated by specmeter {esc(__version__)}. Definitions: docs/metrics.md.</p>",
+    ]  # fmt: skip
+    title = f"specmeter report — {config.get('target', '')}"
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body><main>\n"
+        + "\n".join(body)
+        + "\n</main></body></html>\n"
+    )
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write atomically (a reader never sees half a report)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

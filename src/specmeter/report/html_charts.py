@@ -1,0 +1,298 @@
+"""The HTML report's charts, built from a result dict (docs/results.md) and, when the run came from the
+store, its per-request records.
+
+Each builder returns an SVG string, or None when the data it needs is absent (a baseline-only run, a
+result file without per-request records); the page then says why the chart is missing instead of
+drawing an empty frame.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from specmeter.metrics.latency import STALL_FACTOR, chunk_gaps
+from specmeter.metrics.records import CostCurve, RequestRecord
+from specmeter.metrics.speedup import predict_speedup_calibrated
+from specmeter.report.fmt import as_float, fmt_bytes, fmt_ms, fmt_speedup
+from specmeter.report.html_svg import (
+    BASELINE_COLOR,
+    DANGER_COLOR,
+    PALETTE,
+    Bar,
+    Lane,
+    Row,
+    Series,
+    dot_whisker,
+    ecdf,
+    grouped_bars,
+    hbars,
+    line_chart,
+    timeline,
+)
+
+__all__ = [
+    "acceptance_chart",
+    "candidate_label",
+    "gap_chart",
+    "k_chart",
+    "memory_chart",
+    "models_chart",
+    "positions_chart",
+    "speedup_chart",
+    "timeline_chart",
+    "traffic_chart",
+]
+
+Records = Mapping[str, Sequence[RequestRecord]]  # slot label ("baseline", "draft@k=4") -> records
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _ci(summary: Any, key: str) -> tuple[float | None, float | None]:
+    ci = _get(summary, key)
+    if isinstance(ci, list) and len(ci) == 2:
+        return as_float(ci[0]), as_float(ci[1])
+    return None, None
+
+
+def candidate_label(c: Mapping[str, Any]) -> str:
+    return f"{c.get('draft')}@k={c.get('k')}"
+
+
+def _cands(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for c in result.get("candidates") or [] if isinstance(c, Mapping)]
+
+
+def _color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _rows_by_category(result: Mapping[str, Any], value_key: str, ci_key: str, danger: float) -> list[Row]:
+    rows = []
+    for i, c in enumerate(_cands(result)):
+        parts = [("all", c.get("summary")), *sorted((c.get("by_category") or {}).items())]
+        for category, s in parts:
+            value = as_float(_get(s, value_key))
+            lo, hi = _ci(s, ci_key)
+            color = DANGER_COLOR if value is not None and value < danger else _color(i)
+            rows.append(Row(f"{candidate_label(c)} · {category}", value, lo, hi, color, _text(value, lo, hi)))
+    return rows
+
+
+def _text(value: float | None, lo: float | None, hi: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else "")
+
+
+def acceptance_chart(result: Mapping[str, Any]) -> str | None:
+    rows = _rows_by_category(result, "acceptance_rate", "acceptance_rate_ci", 0.5)
+    if not any(r.value is not None for r in rows):
+        return None
+    return dot_whisker("acceptance", "Draft acceptance rate α with 95% interval, per candidate and category",
+                       rows, x_label="α = accepted / drafted", domain=(0.0, 1.0),
+                       reference=(0.5, "danger < 0.5"))  # fmt: skip
+
+
+def speedup_chart(result: Mapping[str, Any]) -> str | None:
+    rows = _rows_by_category(result, "speedup_measured", "speedup_measured_ci", 1.0)
+    if not any(r.value is not None for r in rows):
+        return None
+    return dot_whisker("speedup", "Measured speedup E_meas with 95% interval, per candidate and category",
+                       rows, x_label="E_meas = baseline time / speculative time",
+                       reference=(1.0, "no gain = 1.0"), fmt=lambda v: f"{v:.2g}×")  # fmt: skip
+
+
+def positions_chart(result: Mapping[str, Any]) -> str | None:
+    series = []
+    for i, c in enumerate(_cands(result)):
+        pos = _get(c, "summary", "per_position") or []
+        entries = [p for p in pos if isinstance(p, Mapping) and as_float(p.get("position")) is not None]
+        if not entries:
+            continue
+        cum = [(float(p["position"]), as_float(p.get("cumulative"))) for p in entries]
+        cond = [(float(p["position"]), as_float(p.get("conditional"))) for p in entries]
+        series.append(Series(f"{candidate_label(c)} cumulative", cum, _color(i)))
+        series.append(Series(f"{candidate_label(c)} conditional", cond, _color(i), dashed=True, legend=False))
+    if not series:
+        return None
+    return line_chart("positions", "Per-position acceptance (solid: cumulative P_i, dashed: conditional)",
+                      series, x_label="draft position", y_label="acceptance",
+                      y_domain=(0.0, 1.0))  # fmt: skip
+
+
+_MODELS = (
+    ("E_meas", "speedup_measured"),
+    ("E_seed", "speedup_seed"),
+    ("E_lev", "speedup_leviathan"),
+    ("E_cal", "speedup_calibrated"),
+)
+
+
+def models_chart(result: Mapping[str, Any]) -> str | None:
+    groups = []
+    for c in _cands(result):
+        s = c.get("summary")
+        bars = []
+        for name, key in _MODELS:
+            lo, hi = _ci(s, "speedup_measured_ci") if key == "speedup_measured" else (None, None)
+            bars.append(Bar(name, as_float(_get(s, key)), lo, hi))
+        groups.append((candidate_label(c), bars))
+    if not any(b.value is not None for _, bars in groups for b in bars):
+        return None
+    colors = {"E_meas": "#111827", "E_seed": PALETTE[2], "E_lev": PALETTE[3], "E_cal": PALETTE[4]}
+    return grouped_bars("models", "Measured speedup against the three models", groups, colors,
+                        y_label="speedup", reference=(1.0, "1.0"), fmt=fmt_speedup)  # fmt: skip
+
+
+def _curve(summary: Any) -> CostCurve | None:
+    target_ms, draft_ms = (
+        _get(summary, "cost_curve", "target_ms"),
+        as_float(_get(summary, "cost_curve", "draft_ms")),
+    )
+    if not isinstance(target_ms, list) or not target_ms or draft_ms is None:
+        return None
+    values = [as_float(t) for t in target_ms]
+    if any(v is None for v in values):
+        return None
+    return CostCurve(target_s=tuple(v / 1000.0 for v in values if v is not None), draft_s=draft_ms / 1000.0)
+
+
+def k_chart(result: Mapping[str, Any]) -> str | None:
+    """Measured E_meas per k benched, and E_cal(k) predicted from per-position rates and the cost curve."""
+    by_draft: dict[str, list[Mapping[str, Any]]] = {}
+    for c in _cands(result):
+        by_draft.setdefault(str(c.get("draft")), []).append(c)
+    series = []
+    for i, (draft, cands) in enumerate(by_draft.items()):
+        cands = sorted(cands, key=lambda c: int(c.get("k") or 0))
+        measured = [(float(c.get("k") or 0), as_float(_get(c, "summary", "speedup_measured"))) for c in cands]
+        longest = cands[-1].get("summary")
+        cumulative = [as_float(_get(p, "cumulative")) for p in _get(longest, "per_position") or []]
+        curve = _curve(longest)
+        predicted = [
+            (float(k), predict_speedup_calibrated(cumulative, k, curve))
+            for k in range(1, len(cumulative) + 1)
+        ]
+        if any(y is not None for _, y in measured):
+            series.append(Series(f"{draft} measured", measured, _color(i)))
+        if any(y is not None for _, y in predicted):
+            series.append(Series(f"{draft} E_cal(k) predicted", predicted, _color(i), dashed=True))
+    if not series:
+        return None
+    title = "Speedup against draft length k (dashed: predicted from the longest k's per-position rates)"
+    return line_chart("k", title,
+                      series, x_label="k (draft tokens per step)", y_label="speedup",
+                      reference=(1.0, "1.0"), fmt=fmt_speedup)  # fmt: skip
+
+
+def _slot_colors(records: Records) -> dict[str, str]:
+    colors, i = {}, 0
+    for slot in records:
+        if slot == "baseline":
+            colors[slot] = BASELINE_COLOR
+        else:
+            colors[slot], i = _color(i), i + 1
+    return colors
+
+
+def gap_chart(result: Mapping[str, Any], records: Records | None) -> str | None:
+    """Chunk-gap distribution: ECDF from the records, else the summary's quantiles as bars."""
+    if records:
+        colors = _slot_colors(records)
+        series = [
+            (slot, [g * 1000.0 for r in recs for g in chunk_gaps(r)], colors[slot])
+            for slot, recs in records.items()
+        ]
+        if any(vals for _, vals, _ in series):
+            return ecdf("gaps", "Chunk gaps: cumulative distribution (further right = longer pauses)", series,
+                        x_label="gap between emissions (ms, log scale)")  # fmt: skip
+    groups = []
+    for label, s in [("baseline", _get(result, "baseline", "summary"))] + [
+        (candidate_label(c), c.get("summary")) for c in _cands(result)
+    ]:
+        bars = [Bar(q, as_float(_get(s, "gap_ms", q))) for q in ("p50", "p90", "p99")]
+        groups.append((label, bars))
+    if not any(b.value is not None for _, bars in groups for b in bars):
+        return None
+    colors = {"p50": PALETTE[0], "p90": PALETTE[2], "p99": DANGER_COLOR}
+    return grouped_bars(
+        "gaps", "Chunk gaps: p50 / p90 / p99 per run", groups, colors, y_label="gap (ms)", fmt=fmt_ms
+    )
+
+
+def _stall_indexes(rec: RequestRecord) -> set[int]:
+    """Indexes (into the token-carrying emissions) of emissions that ended a stall."""
+    gaps = chunk_gaps(rec)
+    if not gaps:
+        return set()
+    threshold = STALL_FACTOR * statistics.median(gaps)
+    return {i + 1 for i, g in enumerate(gaps) if g > threshold}
+
+
+def timeline_chart(records: Records | None, request_id: str | None = None) -> tuple[str, str] | None:
+    """(svg, request id): every run of one request side by side; by default the most-stalling request."""
+    if not records:
+        return None
+    if request_id is None:
+        worst = max((r for slot, recs in records.items() if slot != "baseline" for r in recs),
+                    key=lambda r: len(_stall_indexes(r)), default=None)  # fmt: skip
+        if worst is None:
+            worst = next((r for recs in records.values() for r in recs), None)
+        if worst is None:
+            return None
+        request_id = worst.id
+    colors = _slot_colors(records)
+    lanes = []
+    for slot, recs in records.items():
+        rec = next((r for r in recs if r.id == request_id), None)
+        if rec is None:
+            continue
+        events = [(e.t * 1000.0, e.tokens) for e in rec.emissions if e.tokens > 0]
+        lanes.append(Lane(slot, events, _stall_indexes(rec), colors[slot]))
+    if not any(lane.events for lane in lanes):
+        return None
+    title = f"Request {request_id!s}: when tokens appeared (tick height = tokens per emission)"
+    return timeline("timeline", title, lanes), request_id
+
+
+def memory_chart(result: Mapping[str, Any]) -> str | None:
+    rows = []
+    for c in _cands(result):
+        s = c.get("summary")
+        w_t, w_d = as_float(_get(s, "weight_bytes", "target")), as_float(_get(s, "weight_bytes", "draft"))
+        extra = as_float(_get(s, "extra_memory_bytes"))
+        kv_d = extra - w_d if extra is not None and w_d is not None else None
+        segs = [
+            (w_t or 0.0, BASELINE_COLOR, "target weights W_T"),
+            (w_d or 0.0, PALETTE[0], "draft weights W_D"),
+            (kv_d or 0.0, "#f59e0b", "draft KV cache"),
+        ]
+        rows.append((candidate_label(c), segs))
+    if not any(v > 0 for _, segs in rows for v, _, _ in segs):
+        return None
+    return hbars("memory", "Memory held per sequence: target weights + what speculation adds", rows,
+                 x_label="bytes", fmt=fmt_bytes)  # fmt: skip
+
+
+def traffic_chart(result: Mapping[str, Any]) -> str | None:
+    rows = []
+    base = as_float(_get(result, "baseline", "summary", "weight_traffic_per_token"))
+    if base is not None:
+        rows.append(("baseline", [(base, BASELINE_COLOR, "baseline")]))
+    for i, c in enumerate(_cands(result)):
+        value = as_float(_get(c, "summary", "weight_traffic_per_token"))
+        if value is not None:
+            rows.append((candidate_label(c), [(value, _color(i), candidate_label(c))]))
+    if len(rows) < 1:
+        return None
+    return hbars("traffic", "Weight bytes read per emitted token (lower = less memory bandwidth per token)",
+                 rows, x_label="bytes per token", fmt=fmt_bytes, legend=False)  # fmt: skip

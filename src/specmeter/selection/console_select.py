@@ -1,0 +1,111 @@
+"""Console view of a select result: the mix, the ranking with intervals and separation, per-domain α and E
+with danger flags, memory per draft, the recommendation. Works from the result dict alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from specmeter.report.fmt import DASH, fmt_bytes, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_speedup, with_ci
+
+_DANGER = "bold red"
+
+
+def _danger(flag: Any) -> Text:
+    return (
+        Text("DANGER", style=_DANGER)
+        if flag is True
+        else Text("ok", style="green")
+        if flag is False
+        else Text(DASH)
+    )
+
+
+def render_select(result: Mapping[str, Any], console: Console) -> None:
+    s = result.get("select") or {}
+    if result.get("complete") is False:
+        console.print(Text("Interrupted: partial results, everything measured so far.", style="bold yellow"))
+    source = "--mix" if s.get("mix_source") == "option" else "the golden set's own proportions"
+    domains = s.get("domains") or {}
+    console.print(
+        Text(f"Traffic mix ({source}): ", style="bold")
+        + Text(
+            ", ".join(f"{n} {fmt_pct(d['weight'], 0)} ({d['requests']} requests)" for n, d in domains.items())
+        )
+    )
+    if s.get("unweighted_categories"):
+        console.print(f"Not in the mix (weight 0): {', '.join(s['unweighted_categories'])}")
+
+    ranking = Table(
+        title="ranking by traffic-weighted E_meas",
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+    )
+    for column in ("#", "draft", "k", "E weighted [95% CI]", "α", "danger"):
+        ranking.add_column(column)
+    for r in s.get("ranking") or []:
+        ranking.add_row(
+            str(r["rank"]),
+            r["draft"],
+            str(r["k"]),
+            with_ci(fmt_speedup(r["speedup_weighted"]), r["speedup_weighted_ci"]),
+            fmt_num(r["acceptance_rate"], 3),
+            _danger(r["danger_zone"]),
+        )
+    console.print(ranking)
+    sep = s.get("separation")
+    if sep is not None:
+        p = sep["probability_first_better"]
+        verdict = "separated" if sep["separated"] else "NOT separated (a statistical tie)"
+        console.print(
+            f"{sep['first']} − {sep['second']}: {sep['difference']:+.2f}× "
+            f"{fmt_ci(sep['difference_ci'])} (paired bootstrap); "
+            f"{sep['first']} ahead in {fmt_pct(p, 0)} of resamples — {verdict}"
+        )
+
+    per = Table(title="per domain", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+    for column in ("domain", "draft", "k", "α [CI]", "τ", "E_meas [CI]", "danger"):
+        per.add_column(column)
+    for name, rows in (s.get("by_domain") or {}).items():
+        for i, r in enumerate(rows):
+            per.add_row(
+                name if i == 0 else "",
+                r["draft"],
+                str(r["k"]),
+                with_ci(fmt_num(r["acceptance_rate"], 3), r["acceptance_rate_ci"]),
+                fmt_num(r["acceptance_length"]),
+                with_ci(fmt_speedup(r["speedup_measured"]), r["speedup_measured_ci"]),
+                _danger(r["danger_zone"]),
+            )
+    console.print(per)
+
+    mem = Table(title="memory per draft", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+    for column in ("draft", "parameters", "weights", "KV/token", "extra memory (longest request)"):
+        mem.add_column(column)
+    for name, m in (s.get("memory") or {}).items():
+        mem.add_row(
+            name,
+            fmt_int(m["params"]),
+            fmt_bytes(m["weight_bytes"]),
+            fmt_bytes(m["kv_bytes_per_token"]),
+            fmt_bytes(m["extra_memory_bytes"]),
+        )
+    console.print(mem)
+
+    rec = s.get("recommendation") or {}
+    single = rec.get("single")
+    good = (
+        single is not None
+        and single.get("speedup_weighted") is not None
+        and single["speedup_weighted"] >= 1.0
+    )
+    console.print(Text("Recommendation", style="bold green" if good else _DANGER))
+    for line in rec.get("lines") or []:
+        console.print(f"  {line}")

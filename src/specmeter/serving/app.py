@@ -1,0 +1,387 @@
+"""``specmeter serve``: an OpenAI-compatible HTTP server (Starlette) around a single-stream engine.
+
+Routes: ``POST /v1/completions``, ``POST /v1/chat/completions`` (streaming SSE or one JSON body),
+``GET /v1/models``, ``GET /health``, ``GET /metrics`` (Prometheus, vLLM's names). With an API key, the
+``/v1`` routes want ``Authorization: Bearer KEY``; health and metrics stay open, as in vLLM.
+
+Each request becomes a :class:`~specmeter.serving.worker.Job` on the worker's FIFO queue; engine steps
+come back through ``loop.call_soon_threadsafe`` into an ``asyncio.Queue`` the response reads from, so a
+streamed chunk carries exactly the tokens of one engine step (several with speculation, as in vLLM). A
+task waits for the client's ``http.disconnect`` and sets the job's cancel flag, which stops a queued job
+before it starts and a running one after its current step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from specmeter.metrics.records import Emission, RequestRecord
+from specmeter.report.files import RequestSink
+from specmeter.serving.engine import GenerationResult, ServingEngine
+from specmeter.serving.openai_schema import APIError, ParsedRequest, parse_request
+from specmeter.serving.prom import ServerMetrics
+from specmeter.serving.responses import (
+    FINISH_REASONS,
+    TextStream,
+    chat_chunk,
+    completion_chunk,
+    final_response,
+)
+from specmeter.serving.responses import spec_metrics as spec_metrics_of
+from specmeter.serving.responses import usage as usage_of
+from specmeter.serving.sse import encode_data, encode_done
+from specmeter.serving.worker import GenerationWorker, Job
+
+__all__ = ["ServeConfig", "create_app"]
+
+Kind = Literal["completion", "chat"]
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    api_key: str | None = None
+    log_path: Path | None = None  # per-request JSONL log (the field report's three fields)
+    default_max_tokens: int = 256  # when a request gives no max_tokens (capped by the context)
+    max_waiting: int = 1024  # queued requests beyond this get 429
+    per_request_metrics: bool = True  # vLLM-style metrics.speculative_decoding in responses
+
+
+class _Server:
+    """Everything the handlers share: engine, worker, metrics, request log."""
+
+    def __init__(self, engine: ServingEngine, config: ServeConfig) -> None:
+        self.engine, self.config = engine, config
+        self.metrics = ServerMetrics(engine.model_name, engine.k)
+        self.sink: RequestSink | None = None
+        self.worker = GenerationWorker(engine, self.metrics, self._log_request, config.max_waiting)
+        self.created = int(time.time())
+
+    def _log_request(self, job: Job, result: GenerationResult) -> None:
+        if self.sink is None:
+            return
+        queued = (job.started or job.arrival) - job.arrival
+        # Times from the request's arrival, queueing included: what the client lived through.
+        record = RequestRecord(
+            id=job.request_id,
+            category=job.kind,
+            prompt_tokens=len(job.prompt_ids),
+            output_tokens=len(result.output_ids),
+            latency_s=queued + result.latency_s,
+            ttft_s=queued + result.ttft_s,
+            prefill_s=result.prefill_s,
+            steps=result.steps,
+            emissions=tuple(Emission(e.t + queued, e.tokens) for e in result.emissions),
+            output_ids=result.output_ids,
+            finish_reason=result.finish_reason,
+        )
+        self.sink.write("serve", self.engine.draft_name, self.engine.k, record)
+
+    def authorize(self, request: Request) -> None:
+        key = self.config.api_key
+        if key is None:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+            raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
+
+    def prepare(self, parsed: ParsedRequest) -> tuple[list[int], int]:
+        """Token ids and max_tokens of a parsed request; APIError when it cannot be served."""
+        e = self.engine
+        if parsed.prompt_ids is not None:
+            ids = list(parsed.prompt_ids)
+            vocab = e.vocab_size()
+            if any(t >= vocab for t in ids):
+                raise APIError(
+                    400, f"'prompt' has token ids outside the vocabulary (size {vocab})", param="prompt"
+                )
+        elif parsed.prompt_text is not None:
+            ids = e.encode_text(parsed.prompt_text)
+        else:
+            ids = e.encode_chat(parsed.messages or ())
+        param = "prompt" if parsed.kind == "completion" else "messages"
+        if not ids:
+            raise APIError(400, f"'{param}' renders to no tokens", param=param)
+        room = None if e.context_length is None else e.context_length - len(ids) - e.k - 1
+        max_tokens = parsed.max_tokens
+        if max_tokens is None:
+            max_tokens = (
+                self.config.default_max_tokens if room is None else min(self.config.default_max_tokens, room)
+            )
+        if room is not None and room < 1:
+            raise APIError(
+                400,
+                f"This model's maximum context length is {e.context_length} tokens. However, the {param} has "
+                f"{len(ids)} tokens, which leaves no room for a completion"
+                + (f" ({e.k + 1} positions are needed for speculation)" if e.k else "")
+                + ". Please reduce the length of the prompt.",
+                param=param,
+                code="context_length_exceeded",
+            )
+        if room is not None and max_tokens > room:
+            raise APIError(
+                400,
+                f"This model's maximum context length is {e.context_length} tokens. However, you requested "
+                f"{len(ids) + max_tokens} tokens ({len(ids)} in the {param}, {max_tokens} in the completion"
+                + (f", plus {e.k + 1} for speculation" if e.k else "")
+                + "). Please reduce the length of the prompt or the completion.",
+                param=param,
+                code="context_length_exceeded",
+            )
+        return ids, max_tokens
+
+
+def _error(e: APIError) -> JSONResponse:
+    return JSONResponse(e.body(), status_code=e.status)
+
+
+def _bridge(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[tuple[Any, ...]]) -> Callable[..., None]:
+    def put(*item: Any) -> None:
+        # The loop may be gone if the server is shutting down; nobody is left to tell.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    return put
+
+
+async def _watch_disconnect(request: Request, job: Job, put: Callable[..., None]) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            job.cancelled.set()
+            put("disconnect")
+            return
+
+
+async def _generate(server: _Server, request: Request, kind: Kind) -> Response:
+    server.authorize(request)
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise APIError(400, "could not parse the request body as JSON") from None
+    parsed = parse_request(body, kind, server.engine.model_name)
+    ids, max_tokens = server.prepare(parsed)
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+    put = _bridge(loop, events)
+    prefix = "cmpl" if kind == "completion" else "chatcmpl"
+    job = Job(
+        request_id=f"{prefix}-{uuid.uuid4().hex}",
+        kind=kind,
+        prompt_ids=tuple(ids),
+        max_tokens=max_tokens,
+        temperature=parsed.temperature,
+        top_p=parsed.top_p,
+        seed=parsed.seed,
+        on_tokens=lambda tokens: put("tokens", tokens),
+        on_done=lambda result, error: put("done", result, error),
+    )
+    if not server.worker.submit(job):
+        raise APIError(
+            429,
+            f"server busy: {server.worker.waiting} requests already waiting",
+            type="rate_limit_error",
+            code="rate_limit_exceeded",
+        )
+    if parsed.stream:
+        return StreamingResponse(
+            _stream(server, request, parsed, job, events, put), media_type="text/event-stream"
+        )
+    return await _complete(server, request, parsed, job, events, put)
+
+
+async def _complete(
+    server: _Server,
+    request: Request,
+    parsed: ParsedRequest,
+    job: Job,
+    events: asyncio.Queue[tuple[Any, ...]],
+    put: Callable[..., None],
+) -> Response:
+    watcher = asyncio.create_task(_watch_disconnect(request, job, put))
+    try:
+        while True:
+            item = await events.get()
+            if item[0] == "disconnect":
+                return Response(status_code=204)  # nobody will read it
+            if item[0] == "done":
+                break
+    finally:
+        watcher.cancel()
+    result, error = item[1], item[2]
+    if error is not None or result is None:
+        raise APIError(500, f"generation failed: {error}", type="server_error")
+    text = server.engine.decode(result.output_ids)
+    body = final_response(
+        parsed.kind,
+        job.request_id,
+        int(time.time()),
+        parsed.model,
+        text,
+        result,
+        len(job.prompt_ids),
+        server.engine.k,
+        token_ids=parsed.return_token_ids,
+        per_request_metrics=server.config.per_request_metrics,
+    )
+    return JSONResponse(body)
+
+
+async def _stream(
+    server: _Server,
+    request: Request,
+    parsed: ParsedRequest,
+    job: Job,
+    events: asyncio.Queue[tuple[Any, ...]],
+    put: Callable[..., None],
+) -> AsyncIterator[bytes]:
+    created, model, rid = int(time.time()), parsed.model, job.request_id
+    prompt_tokens, produced = len(job.prompt_ids), 0
+    text = TextStream(server.engine.decode)
+    chat = parsed.kind == "chat"
+    ids_or_none: Callable[[list[int]], list[int] | None] = (
+        (lambda ids: ids) if parsed.return_token_ids else (lambda ids: None)
+    )
+
+    def chunk(piece: str, finish: str | None, ids: list[int]) -> dict[str, Any]:
+        if chat:
+            delta = {"content": piece} if piece or finish is None else {}
+            body = chat_chunk(rid, created, model, delta, finish, ids_or_none(ids))
+        else:
+            body = completion_chunk(rid, created, model, piece, finish, ids_or_none(ids))
+        if parsed.continuous_usage:
+            body["usage"] = usage_of(prompt_tokens, produced)
+        return body
+
+    watcher = asyncio.create_task(_watch_disconnect(request, job, put))
+    finished = False
+    try:
+        if chat:  # OpenAI's first chat chunk carries the role and no content
+            first = chat_chunk(
+                rid, created, model, {"role": "assistant", "content": ""}, None, ids_or_none([])
+            )
+            if parsed.continuous_usage:
+                first["usage"] = usage_of(prompt_tokens, 0)
+            yield encode_data(first)
+        while True:
+            item = await events.get()
+            if item[0] == "disconnect":
+                return
+            if item[0] == "tokens":
+                tokens: list[int] = item[1]
+                produced += len(tokens)
+                yield encode_data(chunk(text.push(tokens), None, tokens))
+                continue
+            finished = True
+            result, error = item[1], item[2]
+            if error is not None:
+                yield encode_data(APIError(500, f"generation failed: {error}", type="server_error").body())
+                yield encode_done()
+                return
+            if result is None or result.finish_reason == "interrupted":
+                return
+            last = chunk(text.push([], final=True), FINISH_REASONS[result.finish_reason], [])
+            spec = spec_metrics_of(result, server.engine.k) if server.config.per_request_metrics else None
+            if parsed.include_usage:
+                yield encode_data(last)
+                tail: dict[str, Any] = {
+                    "id": rid,
+                    "object": last["object"],
+                    "created": created,
+                    "model": model,
+                    "choices": [],
+                    "usage": usage_of(prompt_tokens, produced),
+                }
+                if spec is not None:
+                    tail["metrics"] = {"speculative_decoding": spec}
+                yield encode_data(tail)
+            else:
+                if spec is not None:
+                    last["metrics"] = {"speculative_decoding": spec}
+                yield encode_data(last)
+            yield encode_done()
+            return
+    finally:
+        watcher.cancel()
+        if not finished:
+            job.cancelled.set()  # the response was abandoned (client gone): stop generating for nobody
+
+
+def create_app(engine: ServingEngine, config: ServeConfig | None = None) -> Starlette:
+    """The ASGI app; the worker thread starts and stops with the app's lifespan."""
+    server = _Server(engine, config or ServeConfig())
+
+    async def completions(request: Request) -> Response:
+        return await _generate(server, request, "completion")
+
+    async def chat(request: Request) -> Response:
+        return await _generate(server, request, "chat")
+
+    async def models(request: Request) -> Response:
+        server.authorize(request)
+        card = {
+            "id": engine.model_name,
+            "object": "model",
+            "created": server.created,
+            "owned_by": "specmeter",
+            "max_model_len": engine.context_length,
+        }
+        return JSONResponse({"object": "list", "data": [card]})
+
+    async def health(request: Request) -> Response:
+        return Response(status_code=200)
+
+    async def metrics(request: Request) -> Response:
+        return Response(server.metrics.text(), media_type=CONTENT_TYPE_LATEST)
+
+    async def api_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, APIError)
+        return _error(exc)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        kind = "NotFoundError" if exc.status_code == 404 else "invalid_request_error"
+        return _error(
+            APIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", type=kind)
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        cfg = server.config
+        server.sink = RequestSink(None, cfg.log_path) if cfg.log_path is not None else None
+        server.worker.start()
+        try:
+            yield
+        finally:
+            server.worker.stop()
+            if server.sink is not None:
+                server.sink.close()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+        ],
+        exception_handlers={APIError: api_error, HTTPException: http_error},
+        lifespan=lifespan,
+    )
+    app.state.server = server
+    return app

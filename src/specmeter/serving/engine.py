@@ -1,0 +1,61 @@
+"""What the server needs from an engine, as a protocol, so the HTTP layer never imports torch.
+
+``LocalEngine`` (``serving.local_engine``) implements it with specmeter's own speculative loop; tests and
+other backends can supply anything with the same shape. ``generate`` is called from one worker thread
+only, one request at a time (the engine's KV caches are per model, not per request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from specmeter.metrics.records import Emission, FinishReason, ModelInfo, StepRecord
+
+__all__ = ["GenerationResult", "ServingEngine"]
+
+
+class GenerationResult(Protocol):
+    """The fields of ``specmeter.engine.speculative.Generation`` that serving uses."""
+
+    @property
+    def output_ids(self) -> tuple[int, ...]: ...
+    @property
+    def steps(self) -> tuple[StepRecord, ...]: ...
+    @property
+    def emissions(self) -> tuple[Emission, ...]: ...
+    @property
+    def ttft_s(self) -> float: ...
+    @property
+    def latency_s(self) -> float: ...
+    @property
+    def prefill_s(self) -> float: ...
+    @property
+    def finish_reason(self) -> FinishReason: ...
+
+
+class ServingEngine(Protocol):
+    model_name: str  # the name clients pass as "model"
+    k: int  # draft length; 0 = no speculation (a baseline server)
+    draft_name: str | None
+    context_length: int | None  # positions the target can hold, None if unbounded
+    target_info: ModelInfo | None
+
+    def encode_text(self, text: str) -> list[int]: ...
+
+    def encode_chat(self, messages: Sequence[tuple[str, str]]) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def vocab_size(self) -> int: ...
+
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int | None,
+        on_emit: Callable[[list[int]], bool | None],
+    ) -> GenerationResult: ...

@@ -1,0 +1,217 @@
+"""``load`` results in the shared result schema (docs/results.md), one candidate entry per load level.
+
+Each level's entry is a candidate ``{"draft", "k", "summary", "by_category"}`` like ``bench``'s, plus what
+only a load test has: ``concurrency`` / ``rate``, the ``endpoint``, the level's ``baseline`` (the same
+workload against the baseline endpoint at the same level, so E_meas compares like with like), ``load``
+(throughput, errors, where token counts came from) and ``server`` (acceptance as the server reported it).
+
+Summaries come from ``specmeter.metrics.summarize`` over the completed requests. A remote server shows no
+steps, so acceptance is taken from the server — per-request reports when present (they cover exactly this
+run's requests), else the /metrics counter deltas of the level (which include any other traffic the server
+had) — and the danger-zone verdict is recomputed with it. Figures that need the models (memory, cost ratio,
+model-based speedups) do not apply to a remote endpoint and are null.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from specmeter.metrics import danger_zone, summarize, summarize_by_category
+from specmeter.metrics.records import ModelInfo, RunRecord
+from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
+from specmeter.monitoring.adapters import unavailable_metrics
+from specmeter.report.files import ResultFile
+from specmeter.serving.loadgen import PhaseResult, RoleResult
+
+__all__ = ["LoadResultFile", "level_entry", "remote_model"]
+
+MAX_LISTED_FAILURES = 50
+_REMOTE_NULL = (
+    "weight_bytes",
+    "kv_bytes_per_token",
+    "extra_memory_bytes",
+    "weight_traffic_per_token",
+    "baseline_weight_traffic_per_token",
+    "bandwidth_efficiency",
+)
+_FROM_SERVER = (
+    "steps",
+    "drafted_tokens",
+    "accepted_tokens",
+    "rejections",
+    "acceptance_rate",
+    "acceptance_length",
+    "beta",
+    "per_position",
+)
+
+
+def remote_model(name: str, url: str) -> ModelInfo:
+    """A placeholder ModelInfo: a remote endpoint's weights and layout are unknown."""
+    return ModelInfo(
+        name=name,
+        path=url,
+        architecture="remote",
+        params=0,
+        weight_bytes=0,
+        kv_bytes_per_token=0,
+        dtype="unknown",
+        num_layers=0,
+        num_kv_heads=0,
+        head_dim=0,
+        implementation="remote",
+    )
+
+
+def _exact(role: RoleResult) -> bool:
+    """Whether every completed request's steps were rebuilt exactly from the server's per-request reports."""
+    done = [o for o in role.outcomes if o.ok]
+    return bool(done) and all(o.exact_steps for o in done)
+
+
+def _run(role: RoleResult, speculative: bool, k: int, temperature: float, top_p: float) -> RunRecord:
+    ep = role.endpoint
+    target = remote_model(ep.model or ep.url, ep.url)
+    draft = remote_model(f"{ep.model or ep.url} (draft)", ep.url) if speculative else None
+    done = tuple(o.record for o in role.outcomes if o.ok)
+    if not (speculative and _exact(role)):
+        # Steps of only some requests would make a summary over a subset look like the whole.
+        done = tuple(replace(r, steps=()) for r in done)
+    return RunRecord(target=target, draft=draft, k=k, temperature=temperature, top_p=top_p, requests=done)
+
+
+def _apply_server(summary: dict[str, Any], acceptance: ServerAcceptance | None) -> None:
+    for key in _REMOTE_NULL:
+        summary[key] = None
+    if acceptance is not None and acceptance.source != "none":
+        figures = acceptance.as_dict()
+        for key in _FROM_SERVER:
+            summary[key] = figures[key]
+    in_danger, reasons = danger_zone(summary)
+    summary["danger_zone"], summary["danger_reasons"] = in_danger, reasons
+
+
+def _load_block(role: RoleResult) -> dict[str, Any]:
+    outcomes = role.outcomes
+    ok = [o for o in outcomes if o.ok]
+    failed = [o for o in outcomes if not o.ok]
+    tokens = sum(o.record.output_tokens for o in ok)
+    errors = Counter((o.error or "unknown").split(":")[0] for o in failed)
+    return {
+        "endpoint": role.endpoint.url,
+        "model": role.endpoint.model,
+        "server_kind": role.endpoint.kind,
+        "wall_s": role.wall_s,
+        "requests_sent": len(outcomes),
+        "completed": len(ok),
+        "partial": sum(1 for o in failed if o.partial),
+        "failed": len(failed),
+        "errors": dict(errors),
+        "failures": [
+            {"id": o.record.id, "error": o.error, "status": o.status, "output_tokens": o.record.output_tokens}
+            for o in failed[:MAX_LISTED_FAILURES]
+        ],
+        "output_tokens_per_s": tokens / role.wall_s if role.wall_s > 0 else None,
+        "requests_per_s": len(ok) / role.wall_s if role.wall_s > 0 else None,
+        "token_sources": dict(Counter(o.token_source for o in ok)),
+        "malformed_lines": sum(o.malformed_lines for o in outcomes),
+    }
+
+
+def _server_block(role: RoleResult, k: int | None) -> tuple[dict[str, Any], ServerAcceptance | None]:
+    from_requests = role.request_acceptance(k)
+    from_metrics = role.metrics_acceptance(k)
+    used = from_requests or (
+        from_metrics if from_metrics is not None and from_metrics.source != "none" else None
+    )
+    block = {
+        "kind": role.endpoint.kind,
+        "metrics_url": role.endpoint.metrics,
+        "metrics": None if from_metrics is None else from_metrics.as_dict(),
+        "per_request": None if from_requests is None else from_requests.as_dict(),
+        "used": None if used is None else ("per_request" if used is from_requests else "metrics"),
+        "unavailable": list(unavailable_metrics(role.endpoint.kind)),
+        "notes": [n for n in (role.endpoint.metrics_note, *role.scrape_errors) if n],
+    }
+    return block, used
+
+
+def level_entry(
+    result: PhaseResult, *, label: str, k: int | None, temperature: float, top_p: float
+) -> dict[str, Any]:
+    """The candidate entry of one load level (with its baseline, if one was measured)."""
+    spec_role = result.roles["speculative"]
+    base_role = result.roles.get("baseline")
+    server, acceptance = _server_block(spec_role, k)
+    k_used = k or (acceptance.k if acceptance is not None and acceptance.k else 0)
+    spec_run = _run(spec_role, True, k_used, temperature, top_p)
+    base_run = _run(base_role, False, 0, temperature, top_p) if base_role is not None else None
+    summary = summarize(spec_run, base_run)
+    by_category = summarize_by_category(spec_run, base_run)
+    if _exact(spec_role):
+        # Per-request steps are known exactly: summarize() computed every acceptance figure, with
+        # bootstrap intervals over requests and per category, as bench does.
+        server["used"] = "per_request_steps"
+        for part in (summary, *by_category.values()):
+            _apply_server(part, None)
+        return _entry(result, label, k_used, summary, by_category, base_role, base_run, spec_role, server)
+    _apply_server(summary, acceptance)
+    for category, part in by_category.items():
+        # Counters cannot be split by category; per-request reports can (the field report's per-domain α).
+        reports = (
+            o.server_spec
+            for o in spec_role.outcomes
+            if o.ok and o.record.category == category and o.server_spec
+        )
+        _apply_server(part, acceptance_from_requests(reports, k=k_used or None))
+    return _entry(result, label, k_used, summary, by_category, base_role, base_run, spec_role, server)
+
+
+def _entry(
+    result: PhaseResult,
+    label: str,
+    k_used: int,
+    summary: dict[str, Any],
+    by_category: dict[str, dict[str, Any]],
+    base_role: RoleResult | None,
+    base_run: RunRecord | None,
+    spec_role: RoleResult,
+    server: dict[str, Any],
+) -> dict[str, Any]:
+    baseline: dict[str, Any] | None = None
+    if base_role is not None and base_run is not None:
+        base_summary = summarize(base_run, None)
+        base_by_category = summarize_by_category(base_run, None)
+        for s in (base_summary, *base_by_category.values()):
+            _apply_server(s, None)
+        baseline = {"summary": base_summary, "by_category": base_by_category, "load": _load_block(base_role)}
+    return {
+        "draft": label,
+        "k": k_used,
+        "concurrency": result.phase.concurrency,
+        "rate": result.phase.rate,
+        "endpoint": spec_role.endpoint.url,
+        "complete": result.complete,
+        "summary": summary,
+        "by_category": by_category,
+        "baseline": baseline,
+        "load": _load_block(spec_role),
+        "server": server,
+    }
+
+
+class LoadResultFile(ResultFile):
+    """The result JSON with one candidate entry per load level (keyed by level, not by draft and k)."""
+
+    def set_level(self, entry: Mapping[str, Any]) -> None:
+        key = (entry.get("concurrency"), entry.get("rate"))
+        for i, existing in enumerate(self._candidates):
+            if (existing.get("concurrency"), existing.get("rate")) == key:
+                self._candidates[i] = dict(entry)
+                break
+        else:
+            self._candidates.append(dict(entry))
+        self.save()

@@ -1,0 +1,167 @@
+"""The console view of a ``load`` result: one row per load level and endpoint, then what to make of it.
+
+The question a load test answers is where speculation stops paying as load grows, so the table is ordered
+by level with the speculative and baseline endpoints side by side, E_meas per level, and the verdict names
+the first level at which E_meas drops below 1. Works from the result dict only (a saved JSON renders the
+same).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from specmeter.report.fmt import DASH, as_float, fmt_num, fmt_speedup, with_ci
+
+__all__ = ["render_load", "stop_paying_level"]
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _level(entry: Mapping[str, Any]) -> str:
+    if entry.get("concurrency") is not None:
+        return f"c={entry['concurrency']}"
+    if entry.get("rate") is not None:
+        return f"{entry['rate']:g} req/s"
+    return DASH
+
+
+def stop_paying_level(result: Mapping[str, Any]) -> str | None:
+    """The first load level whose measured speedup is below 1, or None."""
+    for entry in result.get("candidates") or []:
+        e = as_float(_get(entry, "summary", "speedup_measured"))
+        if e is not None and e < 1.0:
+            return _level(entry)
+    return None
+
+
+def _ms(value: Any) -> str:
+    x = as_float(value)
+    if x is None:
+        return DASH
+    return f"{x:.3g}" if x < 1000 else f"{x:,.0f}"
+
+
+def _pair(dist: Any) -> str:
+    return f"{_ms(_get(dist, 'p50'))}/{_ms(_get(dist, 'p99'))}"
+
+
+def _row(table: Table, level: str, role: str, summary: Any, load: Any, speculative: bool) -> None:
+    ok, failed = _get(load, "completed"), _get(load, "failed")
+    requests = f"{ok if ok is not None else DASH}" + (f"+{failed}✗" if failed else "")
+    tps = as_float(_get(load, "output_tokens_per_s"))
+    e_meas = Text(fmt_speedup(_get(summary, "speedup_measured")) if speculative else DASH)
+    if speculative and _get(summary, "danger_zone") is True:
+        e_meas.append(" !", style="bold red")
+        e_meas.stylize("bold red")
+    table.add_row(
+        level,
+        role,
+        requests,
+        _pair(_get(summary, "ttft_ms")),
+        _ms(_get(summary, "tpot_ms", "p50")),
+        _pair(_get(summary, "gap_ms")),
+        DASH if tps is None else f"{tps:.0f}",
+        fmt_num(_get(summary, "acceptance_rate"), 3) if speculative else DASH,
+        fmt_num(_get(summary, "acceptance_length")) if speculative else DASH,
+        e_meas,
+    )
+
+
+def render_load(result: Mapping[str, Any], console: Console) -> None:
+    config = _get(result, "run", "config") or {}
+    title = f"specmeter load · {config.get('endpoint', DASH)}"
+    if config.get("baseline"):
+        title += f" vs baseline {config['baseline']}"
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        padding=(0, 0, 0, 1),
+        caption="TTFT and chunk gap: p50/p99 ms · TPOT: p50 ms · tok/s: output tokens per wall-clock second",
+        caption_justify="left",
+    )
+    headers = ("level", "run", "ok", "TTFT", "TPOT", "gap", "tok/s", "α", "τ", "E_meas")
+    for h in headers:
+        table.add_column(h, justify="left" if h in ("level", "run") else "right", no_wrap=True)
+    notes: list[str] = []
+    for entry in result.get("candidates") or []:
+        level = _level(entry)
+        summary = entry.get("summary")
+        _row(table, level, "spec", summary, entry.get("load"), True)
+        baseline = entry.get("baseline")
+        if isinstance(baseline, Mapping):
+            _row(table, "", "base", baseline.get("summary"), baseline.get("load"), False)
+        e_meas = _get(summary, "speedup_measured")
+        if e_meas is not None:
+            line = f"{level}: E_meas {with_ci(fmt_speedup(e_meas), _get(summary, 'speedup_measured_ci'))}"
+            decode = _get(summary, "speedup_measured_decode")
+            notes.append(line + (f", decode-only {fmt_speedup(decode)}" if decode is not None else ""))
+        reasons = _get(summary, "danger_reasons") or []
+        if reasons:
+            notes.append(f"{level}: DANGER ZONE — " + " ".join(str(r) for r in reasons))
+        server = entry.get("server") or {}
+        used = server.get("used")
+        source = {
+            "per_request_steps": "per-request server reports (every step rebuilt exactly)",
+            "per_request": "per-request server reports",
+            "metrics": "/metrics counter deltas",
+        }.get(used or "")
+        notes.append(
+            f"{level}: acceptance from {source}"
+            if source
+            else f"{level}: no acceptance figures from the server"
+        )
+        notes += [f"{level}: {n}" for n in server.get("notes") or []]
+        sources = _get(entry, "load", "token_sources") or {}
+        if "usage_distributed" in sources or "none" in sources:
+            notes.append(
+                f"{level}: the server reported no per-chunk token counts for some requests; their tokens "
+                "were spread over the chunks from the final usage (per-token gaps approximate)"
+            )
+        errors = _get(entry, "load", "errors") or {}
+        if errors:
+            notes.append(f"{level}: errors " + ", ".join(f"{k} ×{v}" for k, v in errors.items()))
+    console.print(table)
+    from_metrics = [
+        c for c in result.get("candidates") or [] if _get(c, "server", "used") in ("metrics", None)
+    ]
+    kind = next((_get(c, "server", "kind") for c in from_metrics), None)
+    missing = next((_get(c, "server", "unavailable") for c in from_metrics), None)
+    if kind and missing:
+        notes.append(f"from /metrics alone, a {kind} server cannot provide: " + "; ".join(missing))
+    for note in dict.fromkeys(notes):
+        console.print(Text(note, style="dim"))
+    if result.get("complete") is False:
+        console.print(
+            Text("Interrupted: partial results, every finished request is on disk.", style="bold yellow")
+        )
+    measured = [
+        (_level(c), e)
+        for c in result.get("candidates") or []
+        if (e := as_float(_get(c, "summary", "speedup_measured"))) is not None
+    ]
+    stop = stop_paying_level(result)
+    if measured and all(e < 1.0 for _, e in measured):
+        console.print(
+            Text("Speculation does not pay at any measured load level (E_meas < 1.0).", style="bold red")
+        )
+    elif stop is not None:
+        console.print(
+            Text(f"Speculation stops paying at {stop}: the first level where E_meas < 1.0.", style="bold red")
+        )
+    elif measured:
+        console.print(Text("Speculation pays off at every measured load level.", style="bold green"))

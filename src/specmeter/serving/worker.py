@@ -1,0 +1,154 @@
+"""One generation at a time, first come first served: the bridge between async HTTP handlers and the engine.
+
+The engine is single-stream (one request at a time per loaded model) and blocking, so it runs in one
+worker thread fed by a FIFO queue — requests are served strictly in arrival order, which is the fair
+order under overload. Each job carries thread-safe callbacks: the handler turns them into asyncio events
+(``loop.call_soon_threadsafe``), so tokens reach the client the moment the engine emits them. A job's
+``cancelled`` flag is how a client disconnect stops its generation: checked before a queued job starts,
+and returned to the engine after every step (``on_emit`` returning True stops the loop).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter
+
+from specmeter.serving.engine import GenerationResult, ServingEngine
+from specmeter.serving.prom import ServerMetrics
+
+__all__ = ["GenerationWorker", "Job"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    request_id: str
+    kind: str  # "completion" or "chat"
+    prompt_ids: tuple[int, ...]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+    on_tokens: Callable[[list[int]], None]  # called in the worker thread after every engine step
+    on_done: Callable[[GenerationResult | None, BaseException | None], None]  # result None: never started
+    arrival: float = field(default_factory=perf_counter)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    started: float | None = None
+
+
+class GenerationWorker:
+    def __init__(
+        self,
+        engine: ServingEngine,
+        metrics: ServerMetrics | None = None,
+        on_finished: Callable[[Job, GenerationResult], None] | None = None,
+        max_waiting: int = 1024,
+    ) -> None:
+        self.engine, self.metrics, self.on_finished, self.max_waiting = (
+            engine,
+            metrics,
+            on_finished,
+            max_waiting,
+        )
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._waiting = 0
+        self._stopped = False
+        self.running: Job | None = None
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="specmeter-generation", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Cancel the running job, drop the queued ones, and join the thread."""
+        self._stopped = True
+        if self._thread is None:
+            return
+        if self.running is not None:
+            self.running.cancelled.set()
+        self._queue.put(None)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def submit(self, job: Job) -> bool:
+        """Queue a job; False when the queue is full (the handler answers 429)."""
+        with self._lock:
+            if self._stopped or self._waiting >= self.max_waiting:
+                return False
+            self._waiting += 1
+        self._gauges()
+        self._queue.put(job)
+        return True
+
+    def _gauges(self) -> None:
+        if self.metrics is not None:
+            self.metrics.waiting.set(self._waiting)
+            self.metrics.running.set(1 if self.running is not None else 0)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                # Stopping: every job still queued is told it will not run, so no handler waits forever.
+                while True:
+                    try:
+                        rest = self._queue.get_nowait()
+                    except queue.Empty:
+                        return
+                    if rest is not None:
+                        self._skip(rest)
+            if job.cancelled.is_set() or self._stopped:
+                self._skip(job)
+                continue
+            with self._lock:
+                self._waiting -= 1
+            self._run(job)
+
+    def _skip(self, job: Job) -> None:
+        with self._lock:
+            self._waiting -= 1
+        self._gauges()
+        job.on_done(None, None)
+
+    def _run(self, job: Job) -> None:
+        job.started = perf_counter()
+        self.running = job
+        self._gauges()
+
+        def emit(tokens: list[int]) -> bool:
+            job.on_tokens(tokens)
+            return job.cancelled.is_set()
+
+        try:
+            result = self.engine.generate(
+                job.prompt_ids, max_tokens=job.max_tokens, temperature=job.temperature, top_p=job.top_p,
+                seed=job.seed, on_emit=emit,
+            )  # fmt: skip
+        except Exception as e:  # the engine failing must not kill the worker: the request gets a 500
+            log.exception("generation of %s failed", job.request_id)
+            self.running = None
+            self._gauges()
+            job.on_done(None, e)
+            return
+        self.running = None
+        self._gauges()
+        if self.metrics is not None:
+            self.metrics.observe(len(job.prompt_ids), result, job.started - job.arrival)
+        if self.on_finished is not None:
+            try:
+                self.on_finished(job, result)
+            except Exception:  # a full disk must not take the server down; the response still goes out
+                log.exception("recording request %s failed", job.request_id)
+        job.on_done(result, None)

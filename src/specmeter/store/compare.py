@@ -1,0 +1,329 @@
+"""``compare``: what changed between two runs, per candidate and per category, and is it real?
+
+For α, β, τ, per-position acceptance, E_meas, TTFT p50, TPOT p50 and the chunk-gap p99, each row holds
+run A's value, run B's, the difference B − A and a bootstrap 95% interval of that difference. With
+per-request records (stored runs) the interval resamples each run's requests independently and
+subtracts resample by resample (``store.resample``). With only summaries (result JSON files) it is
+approximate: each run's own 95% interval is turned into a standard error and the two are combined as if
+normal; figures without an interval in the summary (latency percentiles) then get none.
+
+When both runs hold the same requests (the same golden set replayed), the bootstrap is *paired*: each
+resample draws request ids and takes those requests from both runs, so prompt difficulty cancels and two
+identical greedy runs differ by exactly 0. Otherwise (or with ``paired=False``) each run's requests are
+resampled independently.
+
+A change is *significant* when the interval excludes 0; ``store.gate`` turns significant changes beyond
+``--fail-on`` thresholds into regressions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from specmeter.store.resample import N_RESAMPLES, RequestSample, metric_keys
+from specmeter.store.sources import RunSource
+
+__all__ = ["ALL", "BASELINE", "Block", "Comparison", "Diff", "compare_sources", "metric_label"]
+
+_Z95 = 1.959963984540054
+ALL = "all"
+BASELINE = "baseline"
+
+# key -> (label, higher is better, summary key, summary CI key)
+_METRICS: dict[str, tuple[str, bool, str | None, str | None]] = {
+    "alpha": ("α", True, "acceptance_rate", "acceptance_rate_ci"),
+    "beta": ("β", True, "beta", "beta_ci"),
+    "tau": ("τ", True, "acceptance_length", "acceptance_length_ci"),
+    "e_meas": ("E_meas", True, "speedup_measured", "speedup_measured_ci"),
+    "ttft": ("TTFT p50 ms", False, None, None),
+    "tpot": ("TPOT p50 ms", False, None, None),
+    "gap_p99": ("gap p99 ms", False, None, None),
+}
+_LATENCY = ("ttft", "tpot", "gap_p99")
+
+
+def metric_label(key: str) -> str:
+    if re.fullmatch(r"p\d+", key):
+        return f"P{key[1:]} (position {key[1:]})"
+    return _METRICS[key][0]
+
+
+def _higher_is_better(key: str) -> bool:
+    return True if key.startswith("p") and key[1:].isdigit() else _METRICS[key][1]
+
+
+@dataclass(frozen=True)
+class Diff:
+    metric: str
+    a: float | None
+    b: float | None
+    ci: tuple[float, float] | None
+    approximate: bool
+
+    @property
+    def label(self) -> str:
+        return metric_label(self.metric)
+
+    @property
+    def diff(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def significant(self) -> bool:
+        return self.ci is not None and (self.ci[0] > 0 or self.ci[1] < 0)
+
+    @property
+    def change(self) -> Literal["better", "worse", "same", "unknown"]:
+        if self.diff is None or self.ci is None:
+            return "unknown"
+        if not self.significant:
+            return "same"
+        return "better" if (self.diff > 0) == _higher_is_better(self.metric) else "worse"
+
+
+@dataclass(frozen=True)
+class Block:
+    """The rows of one candidate (or the baseline) in one category (or ``all``)."""
+
+    candidate: str
+    category: str
+    requests_a: int | None
+    requests_b: int | None
+    rows: list[Diff]
+    paired: bool = False
+
+
+@dataclass
+class Comparison:
+    a_name: str
+    b_name: str
+    approximate: bool
+    blocks: list[Block] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# -------------------------------------------------------------------------------- matching
+
+
+def _cand_key(c: Mapping[str, Any]) -> tuple[str, int]:
+    return str(c.get("draft")), int(c.get("k") or 0)
+
+
+def _label(key: tuple[str, int]) -> str:
+    return f"{key[0]}@k={key[1]}"
+
+
+def _candidates(source: RunSource) -> dict[tuple[str, int], Mapping[str, Any]]:
+    out: dict[tuple[str, int], Mapping[str, Any]] = {}
+    for c in source.result.get("candidates") or []:
+        if isinstance(c, Mapping):
+            out[_cand_key(c)] = c
+    return out
+
+
+def _pairs(a: RunSource, b: RunSource, notes: list[str]) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+    ca, cb = _candidates(a), _candidates(b)
+    common = [k for k in ca if k in cb]
+    if not common and len(ca) == 1 and len(cb) == 1:
+        (ka,), (kb,) = ca, cb
+        notes.append(f"compared {_label(ka)} (A) with {_label(kb)} (B): their only candidates")
+        return [(ka, kb)]
+    if not common:
+        raise ValueError(
+            "no candidate in common (matched by draft name and k): "
+            f"A has {', '.join(map(_label, ca)) or 'none'}; B has {', '.join(map(_label, cb)) or 'none'}"
+        )
+    for side, only in (("A", [k for k in ca if k not in cb]), ("B", [k for k in cb if k not in ca])):
+        if only:
+            notes.append(f"only in {side}, not compared: {', '.join(map(_label, only))}")
+    return [(k, k) for k in common]
+
+
+def _categories(*cands: Mapping[str, Any] | None) -> list[str]:
+    names = {str(cat) for c in cands if c for cat in (c.get("by_category") or {})}
+    return [ALL, *sorted(names)]
+
+
+# -------------------------------------------------------------------------------- exact (records)
+
+
+def _records(source: RunSource, slot: str, category: str) -> list[Any]:
+    recs = source.slot_records(slot)
+    return recs if category == ALL else [r for r in recs if r.category == category]
+
+
+def _occurrence_keys(records: Sequence[Any]) -> list[tuple[str, int]]:
+    seen: dict[str, int] = {}
+    keys = []
+    for r in records:
+        n = seen.get(r.id, 0)
+        seen[r.id] = n + 1
+        keys.append((r.id, n))
+    return keys
+
+
+def _align(ra: list[Any], rb: list[Any], paired: bool) -> tuple[list[Any], bool]:
+    """``rb`` in ``ra``'s request order when both hold the same requests (pairable), else as is."""
+    ka, kb = _occurrence_keys(ra), _occurrence_keys(rb)
+    if not paired or len(ka) != len(kb) or set(ka) != set(kb):
+        return rb, False
+    by_key = dict(zip(kb, rb, strict=True))
+    return [by_key[k] for k in ka], True
+
+
+def _exact_rows(
+    sa: RequestSample, sb: RequestSample, keys: Sequence[str], n_resamples: int, paired: bool
+) -> list[Diff]:
+    pa, pb = sa.point(), sb.point()
+    # The same seed on aligned samples draws the same requests in both runs: a paired bootstrap.
+    ba, bb = sa.bootstrap(n_resamples, seed=0), sb.bootstrap(n_resamples, seed=0 if paired else 1)
+    rows = []
+    for key in keys:
+        ci = None
+        if ba is not None and bb is not None and pa[key] is not None and pb[key] is not None:
+            d = bb[key] - ba[key]
+            d = d[np.isfinite(d)]
+            if d.size:
+                lo, hi = np.percentile(d, [2.5, 97.5])
+                ci = (float(lo), float(hi))
+        rows.append(Diff(key, pa[key], pb[key], ci, approximate=False))
+    return rows
+
+
+def _slot(key: tuple[str, int]) -> str:
+    return f"{key[0]}@k={key[1]}"
+
+
+def _compare_exact(a: RunSource, b: RunSource, cmp: Comparison, n_resamples: int, paired: bool) -> None:
+    categories = sorted({r.record.category for src in (a, b) for r in src.requests or []})
+    # With one category its block would repeat "all".
+    shown = [ALL, *categories] if len(categories) > 1 else [ALL]
+    slots = [
+        (_slot(ka), _slot(kb), min(ka[1], kb[1]), _label(ka) if ka == kb else f"{_label(ka)} → {_label(kb)}")
+        for ka, kb in _pairs(a, b, cmp.notes)
+    ]
+    for slot_a, slot_b, k, name in [*slots, (BASELINE, BASELINE, 0, BASELINE)]:
+        for category in shown:
+            ra, rb = _records(a, slot_a, category), _records(b, slot_b, category)
+            if not ra or not rb:
+                continue
+            rb, is_paired = _align(ra, rb, paired)
+            base_a = a.slot_records(BASELINE) if slot_a != BASELINE else None
+            base_b = b.slot_records(BASELINE) if slot_b != BASELINE else None
+            sa, sb = RequestSample(ra, base_a, k), RequestSample(rb, base_b, k)
+            keys = _LATENCY if slot_a == BASELINE else metric_keys(k)
+            rows = _exact_rows(sa, sb, keys, n_resamples, is_paired)
+            cmp.blocks.append(Block(name, category, len(ra), len(rb), rows, paired=is_paired))
+
+
+# -------------------------------------------------------------------------------- approximate
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _se_from_ci(ci: Any) -> float | None:
+    if not isinstance(ci, Sequence) or isinstance(ci, str) or len(ci) != 2:
+        return None
+    lo, hi = _num(ci[0]), _num(ci[1])
+    return None if lo is None or hi is None else (hi - lo) / (2 * _Z95)
+
+
+def _summary_values(s: Mapping[str, Any], key: str) -> tuple[float | None, float | None]:
+    """(value, standard error) of one metric from a summary; the error may be unknown (None)."""
+    if key.startswith("p") and key[1:].isdigit():
+        positions = s.get("per_position") or []
+        i = int(key[1:]) - 1
+        entry = positions[i] if i < len(positions) and isinstance(positions[i], Mapping) else {}
+        p, count = _num(entry.get("cumulative")), _num(entry.get("count"))
+        # Binomial error over steps: ignores within-request correlation, hence "approximate".
+        se = math.sqrt(p * (1 - p) / count) if p is not None and count else None
+        return p, se
+    if key in _LATENCY:
+        dist_key, q = {"ttft": ("ttft_ms", "p50"), "tpot": ("tpot_ms", "p50"), "gap_p99": ("gap_ms", "p99")}[
+            key
+        ]
+        dist = s.get(dist_key)
+        return (_num(dist.get(q)) if isinstance(dist, Mapping) else None), None
+    _, _, value_key, ci_key = _METRICS[key]
+    assert value_key is not None and ci_key is not None
+    return _num(s.get(value_key)), _se_from_ci(s.get(ci_key))
+
+
+def _approx_rows(sa: Mapping[str, Any], sb: Mapping[str, Any], keys: Sequence[str]) -> list[Diff]:
+    rows = []
+    for key in keys:
+        (va, ea), (vb, eb) = _summary_values(sa, key), _summary_values(sb, key)
+        ci = None
+        if va is not None and vb is not None and ea is not None and eb is not None:
+            half = _Z95 * math.hypot(ea, eb)
+            ci = (vb - va - half, vb - va + half)
+        rows.append(Diff(key, va, vb, ci, approximate=True))
+    return rows
+
+
+def _compare_approx(a: RunSource, b: RunSource, cmp: Comparison) -> None:
+    for ka, kb in _pairs(a, b, cmp.notes):
+        k = min(ka[1], kb[1])
+        ca, cb = _candidates(a)[ka], _candidates(b)[kb]
+        for category in _categories(ca, cb):
+            if category == ALL:
+                sa, sb = ca.get("summary"), cb.get("summary")
+            else:
+                sa, sb = (
+                    (ca.get("by_category") or {}).get(category),
+                    (cb.get("by_category") or {}).get(category),
+                )
+            if not isinstance(sa, Mapping) or not isinstance(sb, Mapping):
+                continue
+            name = _label(ka) if ka == kb else f"{_label(ka)} → {_label(kb)}"
+            rows = _approx_rows(sa, sb, metric_keys(k))
+            cmp.blocks.append(Block(name, category, _int(sa.get("requests")), _int(sb.get("requests")), rows))
+    base_a, base_b = a.result.get("baseline") or {}, b.result.get("baseline") or {}
+    if isinstance(base_a.get("summary"), Mapping) and isinstance(base_b.get("summary"), Mapping):
+        sa, sb = base_a["summary"], base_b["summary"]
+        cmp.blocks.append(
+            Block(
+                BASELINE,
+                ALL,
+                _int(sa.get("requests")),
+                _int(sb.get("requests")),
+                _approx_rows(sa, sb, _LATENCY),
+            )
+        )
+
+
+def _int(value: Any) -> int | None:
+    x = _num(value)
+    return None if x is None else int(x)
+
+
+def compare_sources(
+    a: RunSource, b: RunSource, *, n_resamples: int = N_RESAMPLES, paired: bool = True
+) -> Comparison:
+    """Compare run B against run A; raises ValueError when nothing can be matched.
+
+    ``paired`` allows the paired bootstrap where both runs hold the same requests; False forces
+    independent resampling.
+    """
+    exact = bool(a.requests) and bool(b.requests)
+    cmp = Comparison(a_name=a.name, b_name=b.name, approximate=not exact)
+    cmp.notes.extend(a.notes + b.notes)
+    if exact:
+        _compare_exact(a, b, cmp, n_resamples, paired)
+    else:
+        _compare_approx(a, b, cmp)
+        cmp.notes.append(
+            "intervals are approximate: without per-request records (a result JSON file) they combine each "
+            "run's own 95% interval as if normal; latency percentiles get none"
+        )
+    return cmp

@@ -1,0 +1,163 @@
+"""``specmeter load`` through the CLI against ``serve`` on the tiny models; mistakes are one-line errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from typer.testing import CliRunner, Result
+
+import specmeter.serving.loadrun
+from specmeter.cli.app import app
+from specmeter.serving.app import create_app
+from specmeter.serving.local_engine import LocalEngine
+from specmeter.serving.server import ServerThread
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    # OpenMP threads stall on 2 shared cores; one thread keeps these tests fast (no timing is asserted).
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+PROMPTS = [
+    {"id": "a", "category": "general", "prompt": "The lighthouse keeper had not seen a ship"},
+    {"id": "b", "category": "legal", "prompt": "The parties agree that force majeure", "max_tokens": 6},
+    {"id": "c", "category": "legal", "messages": [{"role": "user", "content": "Define indemnity."}]},
+]
+
+
+@pytest.fixture(scope="module")
+def urls(tiny: Any) -> Iterator[tuple[str, str]]:
+    spec = LocalEngine.load(tiny.target, tiny.draft, 4, device="cpu")
+    base = LocalEngine.load(tiny.target, None, 0, device="cpu")
+    with ServerThread(create_app(spec)) as s, ServerThread(create_app(base)) as b:
+        yield s.url, b.url
+
+
+@pytest.fixture
+def prompts(tmp_path: Path) -> Path:
+    path = tmp_path / "golden.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in PROMPTS))
+    return path
+
+
+def invoke(*args: str | Path) -> Result:
+    return runner.invoke(app, ["load", *[str(a) for a in args]])
+
+
+def assert_usage_error(result: Result, *needles: str) -> None:
+    assert "Traceback" not in result.output
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_sweep_writes_the_shared_result_files(urls: tuple[str, str], prompts: Path, tmp_path: Path) -> None:
+    spec, base = urls
+    out = tmp_path / "out"
+    result = invoke(
+        "--endpoint",
+        spec,
+        "--baseline",
+        base,
+        "--prompts",
+        prompts,
+        "--concurrency",
+        "1,2",
+        "--max-tokens",
+        "8",
+        "--warmup",
+        "1",
+        "--json",
+        out / "r.json",
+        "--csv",
+        out / "r.csv",
+        "--log",
+        out / "r.jsonl",
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "r.json").read_text())
+    assert data["kind"] == "load" and data["complete"] is True
+    assert data["run"]["config"]["concurrency"] == [1, 2]
+    assert [c["concurrency"] for c in data["candidates"]] == [1, 2]
+    assert all(c["summary"]["speedup_measured"] is not None for c in data["candidates"])
+    assert (out / "r.csv").read_text().count("\n") == 1 + 2 * 2 * 3
+    assert len((out / "r.jsonl").read_text().splitlines()) == 2 * 2 * 3
+    assert "c=1" in result.output and "E_meas" in result.output and "base" in result.output
+
+
+def test_rate_mode_quiet(urls: tuple[str, str], prompts: Path, tmp_path: Path) -> None:
+    result = invoke(
+        "--endpoint",
+        urls[0],
+        "--prompts",
+        prompts,
+        "--rate",
+        "20",
+        "--arrival",
+        "constant",
+        "--limit",
+        "4",
+        "--max-tokens",
+        "4",
+        "--warmup",
+        "0",
+        "-q",
+        "--json",
+        tmp_path / "r.json",
+    )
+    assert result.exit_code == 0, result.output
+    level = json.loads((tmp_path / "r.json").read_text())["candidates"][0]
+    assert level["rate"] == 20.0 and level["load"]["completed"] == 4
+    assert result.stdout == ""
+
+
+def test_option_mistakes(urls: tuple[str, str], prompts: Path, tmp_path: Path) -> None:
+    spec = urls[0]
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--concurrency", "2", "--rate", "1"),
+        "--concurrency",
+        "--rate",
+    )
+    assert_usage_error(invoke("--endpoint", spec, "--prompts", prompts, "--rate", "fast"), "--rate")
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--concurrency", "0"), "--concurrency"
+    )
+    assert_usage_error(invoke("--endpoint", "localhost:8000", "--prompts", prompts), "--endpoint")
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--extra-body", "{oops"), "--extra-body"
+    )
+    assert_usage_error(invoke("--endpoint", spec, "--prompts", prompts, "--server", "ollama"), "--server")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    assert_usage_error(invoke("--endpoint", spec, "--prompts", bad), "bad.jsonl:1")
+
+
+def test_unreachable_endpoint(prompts: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert_usage_error(invoke("--endpoint", f"http://127.0.0.1:{port}", "--prompts", prompts), "cannot reach")
+
+
+def test_ctrl_c_exits_130(urls: tuple[str, str], prompts: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(specmeter.serving.loadrun, "execute_load", interrupted)
+    result = invoke("--endpoint", urls[0], "--prompts", prompts)
+    assert result.exit_code == 130
+    assert "every finished request is on disk" in result.stderr

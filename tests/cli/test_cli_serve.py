@@ -1,0 +1,101 @@
+"""``specmeter serve`` through the CLI: option mistakes are one-line errors; a good start serves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import torch
+from typer.testing import CliRunner, Result
+
+import specmeter.serving.server
+from specmeter.cli.app import app
+from specmeter.serving.server import ServerThread
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    # OpenMP threads stall on 2 shared cores; one thread keeps these tests fast (no timing is asserted).
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def invoke(*args: str | Path) -> Result:
+    return runner.invoke(app, ["serve", *[str(a) for a in args]])
+
+
+def assert_usage_error(result: Result, *needles: str) -> None:
+    assert "Traceback" not in result.output
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_option_mistakes(tiny: Any, tmp_path: Path) -> None:
+    assert_usage_error(invoke("--target", tiny.target, "--draft", tiny.draft, "--k", "0"), "--k")
+    assert_usage_error(invoke("--target", tiny.target, "--port", "70000"), "--port")
+    assert_usage_error(invoke("--target", tiny.target, "--implementation", "magic"), "--implementation")
+    assert_usage_error(invoke("--target", tmp_path / "nowhere"), "nowhere")
+    assert_usage_error(
+        invoke("--target", tiny.target, "--draft", tiny.other_tokenizer_draft), "tokenizer differs"
+    )
+
+
+def test_serve_starts_the_engine_behind_the_api(
+    tiny: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def fake_foreground(app_: Any, host: str, port: int, *, log_level: str = "info") -> None:
+        # Instead of blocking until Ctrl-C: serve in a thread, make one request, stop.
+        with ServerThread(app_, host, 0) as server:
+            headers = {"Authorization": "Bearer k3y"}
+            seen["models"] = httpx.get(server.url + "/v1/models", headers=headers).json()
+            seen["completion"] = httpx.post(
+                server.url + "/v1/completions",
+                headers=headers,
+                timeout=30,
+                json={"prompt": "Hello", "max_tokens": 5, "temperature": 0},
+            ).json()
+        seen["host"] = host
+
+    monkeypatch.setattr(specmeter.serving.server, "run_foreground", fake_foreground)
+    log = tmp_path / "serve.jsonl"
+    result = invoke(
+        "--target",
+        tiny.target,
+        "--draft",
+        tiny.draft,
+        "--k",
+        "3",
+        "--api-key",
+        "k3y",
+        "--served-model-name",
+        "legal-70b",
+        "--log",
+        log,
+        "--device",
+        "cpu",
+    )
+    assert result.exit_code == 0, result.output
+    assert seen["host"] == "127.0.0.1"  # loopback unless told otherwise
+    assert seen["models"]["data"][0]["id"] == "legal-70b"
+    assert seen["completion"]["metrics"]["speculative_decoding"]["num_spec_tokens"] == 3
+    assert log.read_text().count("\n") == 1
+    assert "legal-70b" in result.stderr and "k=3" in result.stderr
+
+
+def test_public_bind_without_key_warns(tiny: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(specmeter.serving.server, "run_foreground", lambda *a, **k: None)
+    result = invoke("--target", tiny.target, "--host", "0.0.0.0", "--device", "cpu")
+    assert result.exit_code == 0
+    assert "exposes the server" in result.stderr
