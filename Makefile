@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-slow lint demo bench models clean
+.PHONY: setup test test-slow lint demo bench models browser clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,11 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# Debian's Chromium for the HTML report's rendering test (skipped when it is absent). Needs root and apt.
+browser:
+	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from specmeter.cli import options as opt
 from specmeter.cli.bench import BenchConfig
-from specmeter.cli.common import console, fail, parse_int_list, resolve_store
+from specmeter.cli.common import console, fail, parse_int_list
 
 if TYPE_CHECKING:
     from specmeter.engine.runner import RunState
@@ -40,57 +41,43 @@ def check_mix(mix: str | None, prompts: Path, limit: int | None) -> dict[str, fl
 
 
 def select(
-    target: Path = typer.Option(..., "--target", help="Target model directory (Hugging Face format)."),
-    draft: list[Path] = typer.Option(..., "--draft", help="Candidate draft directory; repeat for several."),
-    prompts: Path = typer.Option(..., "--prompts", help="Golden set: specmeter JSONL or Spec-Bench."),
-    k: str = typer.Option("1,2,4", "--k", help="Draft lengths to try with every draft, e.g. 2,4,8."),
-    mix: str | None = typer.Option(
-        None,
-        "--mix",
-        help="Traffic mix by category prefix, e.g. legal=0.7,general=0.3 (default: the golden set's).",
-    ),
-    temperature: float = typer.Option(0.0, help="0 = greedy (exact-match verification)."),
-    top_p: float = typer.Option(1.0, "--top-p", help="Nucleus filtering applied to target and draft alike."),
-    max_tokens: int = typer.Option(
-        128, "--max-tokens", help="Output tokens per request (unless the prompt says)."
-    ),
-    limit: int | None = typer.Option(None, help="Only the first N prompts."),
-    seed: int = typer.Option(0, help="Seed for sampling and the bootstrap."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the whole result as JSON."),
-    csv_out: Path | None = typer.Option(None, "--csv", help="Write one CSV row per request."),
-    log_out: Path | None = typer.Option(None, "--log", help="Per-request JSONL log."),
-    dtype: str = typer.Option("auto", help="auto, float32, bfloat16 or float16."),
-    device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
-    implementation: str = typer.Option("auto", help="auto, native (Llama family) or transformers."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow custom model code."),
-    cost_repeats: int = typer.Option(9, "--cost-repeats", help="Repeats per point of the cost curve."),
-    threads: int | None = typer.Option(
-        None,
-        "--threads",
-        help="CPU threads for torch (default: torch's choice; 1 is steadier on shared hosts).",
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no tables."),
-    store: Path | None = typer.Option(
-        None,
-        "--store",
-        help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
-    ),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not record this run in the run store."),
+    target: opt.Target,
+    draft: Annotated[
+        list[Path], typer.Option("--draft", help="Candidate draft directory; repeat for several.")
+    ],
+    prompts: opt.Prompts,
+    k: Annotated[
+        str, typer.Option("--k", help="Draft lengths to try with every draft, e.g. 2,4,8.")
+    ] = "1,2,4",
+    mix: Annotated[
+        str | None,
+        typer.Option(
+            "--mix",
+            help="Traffic mix by category prefix, e.g. legal=0.7,general=0.3 (default: the golden set's).",
+        ),
+    ] = None,
+    temperature: opt.Temperature = 0.0,
+    top_p: opt.TopP = 1.0,
+    max_tokens: opt.MaxTokens = 128,
+    limit: opt.Limit = None,
+    seed: opt.Seed = 0,
+    json_out: opt.JsonOut = None,
+    csv_out: opt.CsvOut = None,
+    log_out: opt.LogOut = None,
+    dtype: opt.Dtype = "auto",
+    device: opt.Device = "auto",
+    implementation: opt.Implementation = "auto",
+    trust_remote_code: opt.TrustRemoteCode = False,
+    cost_repeats: opt.CostRepeats = 9,
+    threads: opt.Threads = None,
+    quiet: opt.Quiet = False,
+    store: opt.Store = None,
+    no_store: opt.NoStore = False,
 ) -> None:
     """Rank drafts × k by traffic-weighted speedup; per-domain α and E, memory; draft and k per domain."""
-    if implementation not in ("auto", "native", "transformers"):
-        fail(f"--implementation: {implementation!r} is not one of auto, native, transformers")
-    if cost_repeats < 1:
-        fail("--cost-repeats must be >= 1")
     ks = parse_int_list(k, "--k")
     weights = check_mix(mix, prompts, limit)
-    cfg = BenchConfig(
-        target=target, drafts=list(draft), prompts=prompts, k=ks, temperature=temperature, top_p=top_p,
-        max_tokens=max_tokens, limit=limit, seed=seed, json_out=json_out, csv_out=csv_out, log_out=log_out,
-        dtype=dtype, device=device, implementation=implementation, trust_remote_code=trust_remote_code,
-        cost_repeats=cost_repeats, kind="select", store=resolve_store(store, no_store), threads=threads,
-        extra={"mix": weights},
-    )  # fmt: skip
+    cfg = opt.measure_config(locals(), drafts=list(draft), k=ks, kind="select", extra={"mix": weights})
     execute_select(cfg, weights, quiet=quiet)
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from specmeter.cli import options as opt
 from specmeter.cli.bench import BenchConfig
-from specmeter.cli.common import console, fail, parse_int_list, resolve_store
+from specmeter.cli.common import console, fail, parse_int_list
 from specmeter.cli.measure import Measurement, exit_if_interrupted, finish, report_recorded, run_candidates
 
 if TYPE_CHECKING:
@@ -48,57 +49,44 @@ def resolve_ks(k_max: int, k: str | None, holdout: int | None) -> tuple[list[int
 
 
 def tune(
-    target: Path = typer.Option(..., "--target", help="Target model directory (Hugging Face format)."),
-    draft: Path = typer.Option(..., "--draft", help="Draft model directory."),
-    prompts: Path = typer.Option(..., "--prompts", help="Golden set: specmeter JSONL or Spec-Bench."),
-    k_max: int = typer.Option(8, "--k-max", help="Largest draft length; the cost curve goes to k_max+1."),
-    k: str | None = typer.Option(None, "--k", help="k values to run, e.g. 1,2,4,8 (default: 1..k_max)."),
-    holdout: int | None = typer.Option(
-        None,
-        "--holdout",
-        help="k run but kept out of every fit, to test predictions (default: auto; 0: none).",
-    ),
-    temperature: float = typer.Option(0.0, help="0 = greedy (exact-match verification)."),
-    top_p: float = typer.Option(1.0, "--top-p", help="Nucleus filtering applied to target and draft alike."),
-    max_tokens: int = typer.Option(
-        128, "--max-tokens", help="Output tokens per request (unless the prompt says)."
-    ),
-    limit: int | None = typer.Option(None, help="Only the first N prompts."),
-    seed: int = typer.Option(0, help="Seed for sampling."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the whole result as JSON."),
-    csv_out: Path | None = typer.Option(None, "--csv", help="Write one CSV row per request."),
-    log_out: Path | None = typer.Option(None, "--log", help="Per-request JSONL log."),
-    dtype: str = typer.Option("auto", help="auto, float32, bfloat16 or float16."),
-    device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N."),
-    implementation: str = typer.Option("auto", help="auto, native (Llama family) or transformers."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow custom model code."),
-    cost_repeats: int = typer.Option(9, "--cost-repeats", help="Repeats per point of the cost curve."),
-    threads: int | None = typer.Option(
-        None,
-        "--threads",
-        help="CPU threads for torch (default: torch's choice; 1 is steadier on shared hosts).",
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no tables."),
-    store: Path | None = typer.Option(
-        None,
-        "--store",
-        help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
-    ),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not record this run in the run store."),
+    target: opt.Target,
+    draft: Annotated[Path, typer.Option("--draft", help="Draft model directory.")],
+    prompts: opt.Prompts,
+    k_max: Annotated[
+        int, typer.Option("--k-max", help="Largest draft length; the cost curve goes to k_max+1.")
+    ] = 8,
+    k: Annotated[
+        str | None, typer.Option("--k", help="k values to run, e.g. 1,2,4,8 (default: 1..k_max).")
+    ] = None,
+    holdout: Annotated[
+        int | None,
+        typer.Option(
+            "--holdout", help="k run but kept out of every fit, to test predictions (default: auto; 0: none)."
+        ),
+    ] = None,
+    temperature: opt.Temperature = 0.0,
+    top_p: opt.TopP = 1.0,
+    max_tokens: opt.MaxTokens = 128,
+    limit: opt.Limit = None,
+    seed: opt.Seed = 0,
+    json_out: opt.JsonOut = None,
+    csv_out: opt.CsvOut = None,
+    log_out: opt.LogOut = None,
+    dtype: opt.Dtype = "auto",
+    device: opt.Device = "auto",
+    implementation: opt.Implementation = "auto",
+    trust_remote_code: opt.TrustRemoteCode = False,
+    cost_repeats: opt.CostRepeats = 9,
+    threads: opt.Threads = None,
+    quiet: opt.Quiet = False,
+    store: opt.Store = None,
+    no_store: opt.NoStore = False,
 ) -> None:
     """Best draft length k per category: cost curve, four speedups per k, predictions tested on held-out k."""
-    if implementation not in ("auto", "native", "transformers"):
-        fail(f"--implementation: {implementation!r} is not one of auto, native, transformers")
-    if cost_repeats < 1:
-        fail("--cost-repeats must be >= 1")
     ks, held = resolve_ks(k_max, k, holdout)
-    cfg = BenchConfig(
-        target=target, drafts=[draft], prompts=prompts, k=ks, temperature=temperature, top_p=top_p,
-        max_tokens=max_tokens, limit=limit, seed=seed, json_out=json_out, csv_out=csv_out, log_out=log_out,
-        dtype=dtype, device=device, implementation=implementation, trust_remote_code=trust_remote_code,
-        cost_repeats=cost_repeats, kind="tune", store=resolve_store(store, no_store), threads=threads,
-        extra={"k_max": k_max, "holdout": held},
-    )  # fmt: skip
+    cfg = opt.measure_config(
+        locals(), drafts=[draft], k=ks, kind="tune", extra={"k_max": k_max, "holdout": held}
+    )
     execute_tune(cfg, k_max=k_max, holdout=held, quiet=quiet)
 
 
