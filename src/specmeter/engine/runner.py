@@ -98,7 +98,9 @@ def measure_costs(state: RunState, context: Sequence[int], repeats: int = 9) -> 
     for c in state.candidates:
         name = c.draft.info.name
         if name not in state.cost_curves:
-            d = measure_cost_curve(state.target.model, c.draft.model, context, 1, repeats)
+            # t_D(1) in the loop's rhythm: groups of k draft forwards, k the largest this draft runs with.
+            k = max(o.k for o in state.candidates if o.draft.info.name == name)
+            d = measure_cost_curve(state.target.model, c.draft.model, context, k + 1, repeats)
             state.cost_curves[name] = CostCurve(
                 target_s=curve.target_s,
                 draft_s=d.draft_s,
