@@ -47,7 +47,8 @@ bench: $(STAMP)
 MODELS := src/specmeter/assets/models
 WORK := .models-work
 TARGET_STEPS ?= 800
-DRAFT_STEPS ?= 1500
+GENERAL_STEPS ?= 3000
+TINY_STEPS ?= 1500
 DISTILL_STEPS ?= 800
 
 models: $(STAMP)
@@ -59,10 +60,10 @@ models: $(STAMP)
 	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/target --preset target \
 		--vocab-size 2048 --steps $(TARGET_STEPS) --seed 0 --work $(WORK)/target
 	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/draft-general --preset draft-general \
-		--tokenizer $(MODELS)/target --filter register=general --steps $(DRAFT_STEPS) --seed 1 \
+		--tokenizer $(MODELS)/target --filter register=general --steps $(GENERAL_STEPS) --seed 1 \
 		--work $(WORK)/draft-general
 	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/draft-tiny --preset draft-tiny \
-		--tokenizer $(MODELS)/target --filter register=general --steps $(DRAFT_STEPS) --seed 2 \
+		--tokenizer $(MODELS)/target --filter register=general --steps $(TINY_STEPS) --seed 2 \
 		--work $(WORK)/draft-tiny
 	$(BIN)/specmeter distill --target $(MODELS)/target --init $(MODELS)/draft-general \
 		--corpus $(WORK)/legal-prompts.jsonl --out $(MODELS)/draft-legal --num-prompts 2000 \

@@ -20,7 +20,7 @@ from specmeter.cli.common import console, fail, resolve_store
 # The field report's economics: 2.5x on an instance 1.75x the price gives -30% monthly cost. The volume,
 # throughput and prices are illustrative inputs with that ratio; only ratios matter for the savings share.
 SEED_ROI = {
-    "monthly_tokens": 3e9,
+    "monthly_tokens": 5e10,
     "baseline_throughput": 2500.0,
     "baseline_price": 4.0,
     "spec_price": 7.0,
