@@ -1,52 +1,81 @@
-"""``specmeter demo --quick``: builds its own models, benches them, and leaves the result files behind."""
+"""The bundled demo: shipped models load and share one tokenizer; ``demo --quick`` tells the story.
+
+These tests read the models under ``src/specmeter/assets/models`` (built by ``make models``) and the
+bundled golden sets; ``demo --quick`` runs every stage on a few prompts.
+"""
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
+from safetensors import safe_open
 from typer.testing import CliRunner
 
 from specmeter.cli.app import app
+from specmeter.engine.bundled import DRAFTS, TARGET, bundled_model, missing_models
+from specmeter.engine.loader import load_model, load_tokenizer, tokenizer_mismatch
+
+MIB = 1024 * 1024
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    # See test_cli_bench.py: one thread avoids OpenMP stalls on a shared 2-core machine.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def test_bundled_models_are_shipped() -> None:
+    assert missing_models() == []
 
 
-@pytest.fixture(autouse=True)
-def private_run_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # bench records every run in a run store; keep the tests' runs out of the user's data directory.
-    monkeypatch.setenv("SPECMETER_STORE", str(tmp_path / "runs.sqlite"))
+def test_bundled_models_share_one_tokenizer_and_load() -> None:
+    target_tok = load_tokenizer(bundled_model(TARGET))
+    for name in DRAFTS:
+        assert tokenizer_mismatch(target_tok, load_tokenizer(bundled_model(name))) is None
+    target = load_model(bundled_model(TARGET))
+    assert target.info.implementation == "native"
+    assert 15e6 <= target.info.params <= 30e6
 
 
-def test_demo_quick_writes_results(tmp_path: Path) -> None:
+def test_bundled_weights_are_small_fp16_safetensors() -> None:
+    total = 0
+    for name in (TARGET, *DRAFTS):
+        for f in bundled_model(name).glob("*.safetensors"):
+            total += f.stat().st_size
+            with safe_open(str(f), "pt") as st:
+                dtypes = {str(st.get_slice(key).get_dtype()) for key in st.keys()}  # noqa: SIM118
+            assert dtypes == {"F16"}, (f, dtypes)
+    assert total <= 64 * MIB
+
+
+def test_draft_sizes_follow_the_field_report() -> None:
+    params = {n: load_model(bundled_model(n)).info.params for n in (TARGET, *DRAFTS)}
+    assert params[TARGET] / params["draft-general"] == pytest.approx(10, rel=0.35)  # candidate A ~ 1/10
+    assert params[TARGET] / params["draft-tiny"] == pytest.approx(50, rel=0.35)  # candidate B ~ 1/50
+    assert params["draft-legal"] < params[TARGET] / 5  # candidate C is small
+
+
+def test_demo_quick_tells_the_story(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out)])
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out), "--no-store"])
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
-    assert "Verdict:" in result.stdout
-    data = json.loads((out / "result.json").read_text())
-    assert data["kind"] == "demo"
-    assert data["complete"] is True
-    assert len(data["candidates"]) == 1
-    cand = data["candidates"][0]
-    assert cand["k"] == 4
-    requests = data["baseline"]["summary"]["requests"]
-    assert requests >= 1 and cand["summary"]["requests"] == requests
-    assert cand["summary"]["drafted_tokens"] > 0
-    with (out / "requests.csv").open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert len(rows) == 2 * requests
-    assert all(r["matches_baseline"] == "true" for r in rows if r["run"] != "baseline")
-    assert len((out / "requests.jsonl").read_text().splitlines()) == 2 * requests
-    assert (out / "models" / "target" / "config.json").is_file()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["quick"] is True
+    rows = summary["rows"]
+    assert {(r["domain"], r["draft"]) for r in rows} == {(d, n) for d in ("general", "legal") for n in DRAFTS}
+    for r in rows:
+        assert r["drafted_tokens"] > 0 and 0.0 <= r["alpha"] <= 1.0
+        matched, total = r["outputs_matched"]
+        assert total > 0 and matched == total  # greedy speculative output equals target-only output
+    assert set(summary["winners"]) == {"general", "legal"}
+    assert {c["check"] for c in summary["checks"]} >= {"legal: α(C) ≥ 0.60", "general: α(A) ≥ 0.60"}
+    for name in ("compat.json", "general.json", "legal.json", "legal.csv", "report-legal.html", "roi.json"):
+        assert (out / name).is_file(), name
+    compat = json.loads((out / "compat.json").read_text())
+    assert [p["verdict"] for p in compat["pairs"]] == ["compatible"] * 3
+    assert "winner on legal" in result.stdout
+
+
+def test_demo_refuses_missing_models(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["demo", "--quick", "--models", str(tmp_path), "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2
+    assert "demo models missing" in result.output and "Traceback" not in result.output
