@@ -7,6 +7,7 @@ with a negative count (transformers 5.x convention).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -25,6 +26,10 @@ class HFCausalLM:
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 1 << 30))
         self._cache: Any = None
         self._length = 0
+        # transformers 5.20+ renamed the forward argument `past_key_values` to `cache` (the old name is
+        # deprecated until 5.40); pass whichever this model's forward declares.
+        params = inspect.signature(model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
 
     @property
     def length(self) -> int:
@@ -53,7 +58,7 @@ class HFCausalLM:
         out = self.model(
             input_ids=ids.unsqueeze(0),
             position_ids=positions.unsqueeze(0),
-            past_key_values=self._cache,
+            **{self._cache_arg: self._cache},
             use_cache=True,
         )
         self._length += n
