@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -9,7 +10,11 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-console = Console(stderr=False, highlight=False)
+# Redirected to a file or CI log, rich would wrap the result tables at 80 columns; 120 keeps rows whole.
+# COLUMNS still wins when set.
+console = Console(
+    stderr=False, highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
+)
 err_console = Console(stderr=True, highlight=False)
 
 EXIT_USAGE = 2
