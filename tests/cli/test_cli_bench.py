@@ -11,12 +11,11 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
+from cli_helpers import assert_usage_error
 from typer.testing import CliRunner, Result
 
 from specmeter.cli.app import app
@@ -93,22 +92,6 @@ FAST = ["--max-tokens", "8", "--cost-repeats", "2"]
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    # On 2 cores shared with other jobs, OpenMP threads waiting for a descheduled peer stall for hundreds
-    # of milliseconds; one thread keeps these behavioural tests fast. Nothing here asserts on timings.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(autouse=True)
-def private_run_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # bench records every run in a run store; keep the tests' runs out of the user's data directory.
-    monkeypatch.setenv("SPECMETER_STORE", str(tmp_path / "runs.sqlite"))
-
-
 def write_prompts(path: Path, rows: list[dict[str, Any]] | None = None) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in (PROMPTS if rows is None else rows)))
     return path
@@ -122,19 +105,6 @@ def bench(tiny: Any, prompts: Path, *extra: str | Path, draft: Path | None = Non
     return invoke(
         "bench", "--target", tiny.target, "--draft", draft or tiny.draft, "--prompts", prompts, *FAST, *extra
     )
-
-
-def assert_usage_error(result: Result, *needles: str) -> str:
-    """Exit 2, no traceback, exactly one ``error:`` line on stderr that contains every needle."""
-    assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("error: "), lines
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:

@@ -16,24 +16,7 @@ from specmeter.workloads import bundled_prompts
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Any:
-    # The tiny models gain nothing from two threads, and on a shared, busy machine the second thread's
-    # spin-waiting makes each bench ~10x slower.
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 WIDE = {"COLUMNS": "200"}
-
-
-@pytest.fixture(autouse=True)
-def _never_the_real_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SPECMETER_STORE", str(tmp_path / "env-store.sqlite"))
 
 
 @pytest.fixture(scope="module")

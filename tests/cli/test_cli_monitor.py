@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_usage_error
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -40,15 +41,6 @@ def engine_url() -> Iterator[str]:
 
 def invoke(*args: str | Path) -> Result:
     return runner.invoke(app, ["monitor", *[str(a) for a in args]])
-
-
-def assert_usage_error(result: Result, *needles: str) -> None:
-    assert "Traceback" not in result.output
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), lines
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def test_once_writes_history_and_alerts(engine_url: str, tmp_path: Path) -> None:

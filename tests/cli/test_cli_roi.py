@@ -16,11 +16,6 @@ SEED = ["--monthly-tokens", "1B", "--baseline-throughput", "1000", "--baseline-p
         "--spec-price", "7", "--engineering-cost", "20,000"]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def _never_the_real_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SPECMETER_STORE", str(tmp_path / "env-store.sqlite"))
-
-
 def result_file(tmp_path: Path) -> Path:
     def cand(draft: str, k: int, e: float | None) -> dict[str, Any]:
         return {"draft": draft, "k": k, "summary": {"speedup_measured": e}, "by_category": {}}

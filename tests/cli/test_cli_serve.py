@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import torch
+from cli_helpers import assert_usage_error
 from typer.testing import CliRunner, Result
 
 import specmeter.serving.server
@@ -18,26 +17,8 @@ from specmeter.serving.server import ServerThread
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    # OpenMP threads stall on 2 shared cores; one thread keeps these tests fast (no timing is asserted).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def invoke(*args: str | Path) -> Result:
     return runner.invoke(app, ["serve", *[str(a) for a in args]])
-
-
-def assert_usage_error(result: Result, *needles: str) -> None:
-    assert "Traceback" not in result.output
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), lines
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def test_option_mistakes(tiny: Any, tmp_path: Path) -> None:
