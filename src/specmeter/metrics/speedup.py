@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from specmeter.metrics.costmodel import predict_acceptance_length
 from specmeter.metrics.records import CostCurve, RequestRecord
 
 __all__ = [
@@ -76,15 +77,8 @@ def predict_speedup_calibrated(
     holds for a draft model proposing greedily or by sampling token by token. Positions that were never
     measured make the prediction ``None`` rather than a guess.
     """
-    if k < 1:
-        raise ValueError("k must be >= 1")
-    if k > len(cumulative):
-        return None
-    rates = cumulative[:k]
-    if any(p is None for p in rates):
-        return None
-    tau = 1.0 + sum(p for p in rates if p is not None)
-    return speedup_calibrated(tau, k, curve)
+    tau = predict_acceptance_length(cumulative, k)
+    return None if tau is None else speedup_calibrated(tau, k, curve)
 
 
 def pair_latencies(
