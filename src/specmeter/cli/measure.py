@@ -20,8 +20,7 @@ from specmeter.cli.common import EXIT_INTERRUPTED, console, fail
 from specmeter.report.files import ResultFile
 
 if TYPE_CHECKING:
-    from specmeter.engine.loader import LoadedModel
-    from specmeter.engine.runner import PreparedPrompt, RunState
+    from specmeter.engine.runner import ModelLike, PreparedPrompt, RunState
     from specmeter.store import RunRecorder
 
 
@@ -31,13 +30,20 @@ class SectionedResult(ResultFile):
     def __init__(self, path: Path | None, *, kind: str, config: Mapping[str, Any]) -> None:
         super().__init__(path, kind=kind, config=config)
         self._section: dict[str, Any] | None = None
+        self._extra: dict[str, Any] = {}
 
     def set_section(self, section: dict[str, Any] | None) -> None:
         self._section = section
         self.save()
 
+    def set_extra(self, name: str, section: dict[str, Any]) -> None:
+        """Another top-level section (``vllm``: the engine's own counters beside specmeter's)."""
+        self._extra[name] = section
+        self.save()
+
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
+        data.update(self._extra)
         if self._section is not None:
             data[self.kind] = self._section
         return data
@@ -45,10 +51,10 @@ class SectionedResult(ResultFile):
 
 @dataclass
 class Measurement:
-    target: LoadedModel
-    drafts: list[LoadedModel]
+    target: ModelLike
+    drafts: list[Any]  # LoadedModel (native) or ModelHandle (vLLM)
     prompts: list[PreparedPrompt]
-    state: RunState
+    state: RunState[Any]
     result: SectionedResult
     recorder: RunRecorder
     interrupted: bool
@@ -57,14 +63,16 @@ class Measurement:
 def run_candidates(
     cfg: BenchConfig,
     *,
-    measure: Callable[[RunState, Sequence[int]], None],
+    measure: Callable[[RunState[Any], Sequence[int]], None],
     on_costs: Callable[[Measurement], None] | None = None,
+    after_runs: Callable[[Measurement], None] | None = None,
     quiet: bool = False,
 ) -> Measurement:
     """Every (draft, k) of ``cfg`` plus the baseline over the prompts, interleaved; summaries in the result.
 
     ``measure(state, context_ids)`` fills ``state.cost_curves``; ``on_costs`` runs right after it, so a
-    caller can put the curve on disk before the long part starts.
+    caller can put the curve on disk before the long part starts. With ``--backend vllm`` neither runs (vLLM
+    exposes no forward timings); ``after_runs`` runs before the summaries, where a curve can be derived.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -87,10 +95,18 @@ def run_candidates(
         fail("--max-tokens must be >= 1")
     if cfg.limit is not None and cfg.limit < 1:
         fail("--limit must be >= 1")
-    target, drafts = load_models(cfg)
+    vllm = cfg.backend == "vllm"
+    target: Any
+    drafts: list[Any]
+    if vllm:
+        from specmeter.cli.measure_vllm import load_handles
+
+        target, drafts = load_handles(cfg)
+    else:
+        target, drafts = load_models(cfg)
     prompts = prepare_prompts(cfg, target)
-    candidates = [Candidate(d, k) for d in drafts for k in cfg.k]
-    state = RunState(target=target, candidates=candidates, params=params)
+    candidates: list[Candidate[Any]] = [Candidate(d, k) for d in drafts for k in cfg.k]
+    state: RunState[Any] = RunState(target=target, candidates=candidates, params=params)
     result = SectionedResult(cfg.json_out, kind=cfg.kind, config=cfg.as_dict())
     result.set_models(target.info, {d.info.name: d.info for d in drafts})
     try:  # a partial run from here on; it becomes complete only in finish()
@@ -98,10 +114,11 @@ def run_candidates(
     except StoreError as e:
         fail(f"--store: {e}")
     m = Measurement(target, drafts, prompts, state, result, recorder, interrupted=False)
-    with console.status("measuring the cost curve t_T(n) and t_D(1) on warm caches…", spinner="dots"):
-        measure(state, prompts[0].ids)
-    if on_costs is not None:
-        on_costs(m)
+    if not vllm:
+        with console.status("measuring the cost curve t_T(n) and t_D(1) on warm caches…", spinner="dots"):
+            measure(state, prompts[0].ids)
+        if on_costs is not None:
+            on_costs(m)
 
     labels: dict[int | None, str] = {None: "baseline", **{i: c.label for i, c in enumerate(candidates)}}
     with RequestSink(cfg.csv_out, cfg.log_out) as sink:
@@ -119,12 +136,19 @@ def run_candidates(
         with progress:
             task = progress.add_task(f"{len(candidates) + 1} runs × prompts", total=len(prompts))
             try:
-                run_interleaved(
-                    state, prompts, seed=cfg.seed, on_record=on_record,
-                    on_prompt_done=lambda n: progress.advance(task),
-                )  # fmt: skip
+                if vllm:
+                    from specmeter.cli.measure_vllm import run_vllm
+
+                    run_vllm(cfg, m, on_record, progress, task)
+                else:
+                    run_interleaved(
+                        state, prompts, seed=cfg.seed, on_record=on_record,
+                        on_prompt_done=lambda n: progress.advance(task),
+                    )  # fmt: skip
             except KeyboardInterrupt:
                 m.interrupted = True
+    if after_runs is not None:
+        after_runs(m)
     summarize_into(result, state)
     return m
 

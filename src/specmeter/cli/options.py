@@ -53,6 +53,29 @@ Store = Annotated[
     ),
 ]
 NoStore = Annotated[bool, typer.Option("--no-store", help="Do not record this run in the run store.")]
+Backend = Annotated[
+    str, typer.Option("--backend", help="native (specmeter's engine) or vllm (vLLM's offline engine).")
+]
+SpecMethod = Annotated[
+    str,
+    typer.Option(
+        "--method", help="vLLM speculative method: draft_model, ngram, eagle, eagle3 or mtp (--backend vllm)."
+    ),
+]
+TensorParallel = Annotated[
+    int, typer.Option("--tensor-parallel-size", "--tp", help="vLLM tensor parallel size (--backend vllm).")
+]
+MaxModelLen = Annotated[
+    int | None,
+    typer.Option("--max-model-len", help="vLLM context length (default: what the workload needs)."),
+]
+GpuMemory = Annotated[
+    float,
+    typer.Option("--gpu-memory-utilization", help="Share of accelerator memory vLLM may take (0-1]."),
+]
+EnforceEager = Annotated[
+    bool, typer.Option("--enforce-eager", help="vLLM without torch.compile and CUDA graphs (fast start).")
+]
 
 # Options that map one-to-one onto BenchConfig fields.
 _FIELDS = (
@@ -70,4 +93,44 @@ def measure_config(options: dict[str, Any], **fields: Any) -> BenchConfig:
     from specmeter.cli.bench import BenchConfig
 
     shared = {name: options[name] for name in _FIELDS}
-    return BenchConfig(**shared, store=resolve_store(options["store"], options["no_store"]), **fields)
+    backend = options.get("backend", "native")
+    if backend not in ("native", "vllm"):
+        fail(f"--backend: {backend!r} is not one of native, vllm")
+    vllm: dict[str, Any] | None = None
+    if backend == "vllm":
+        vllm = vllm_options(options)
+    elif options.get("method", "draft_model") != "draft_model":
+        fail("--method: only --backend vllm runs ngram, eagle, eagle3 or mtp proposers")
+    if backend == "native" and not fields.get("drafts"):
+        fail("--draft: give at least one draft model directory")
+    store = resolve_store(options["store"], options["no_store"])
+    return BenchConfig(**shared, store=store, backend=backend, vllm=vllm, **fields)
+
+
+def vllm_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The vLLM engine settings from a command's options, validated (VllmSettings' fields)."""
+    from specmeter.engine.vllm_backend import METHODS
+
+    method = options["method"]
+    if method not in METHODS:
+        fail(f"--method: {method!r} is not one of {', '.join(METHODS)}")
+    if options["tensor_parallel_size"] < 1:
+        fail("--tensor-parallel-size must be >= 1")
+    if not 0 < options["gpu_memory_utilization"] <= 1:
+        fail("--gpu-memory-utilization must be in (0, 1]")
+    if options["max_model_len"] is not None and options["max_model_len"] < 2:
+        fail("--max-model-len must be >= 2")
+    if options["implementation"] != "auto" or options["device"] != "auto":
+        fail("--implementation/--device: not used with --backend vllm (vLLM picks its own device)")
+    if options["dtype"] not in ("auto", "float32", "bfloat16", "float16"):
+        fail(f"--dtype: {options['dtype']!r} is not one of auto, float32, bfloat16, float16")
+    return {
+        "method": method,
+        "tensor_parallel_size": options["tensor_parallel_size"],
+        "dtype": options["dtype"],
+        "max_model_len": options["max_model_len"],
+        "gpu_memory_utilization": options["gpu_memory_utilization"],
+        "enforce_eager": options["enforce_eager"],
+        "seed": options["seed"],
+        "trust_remote_code": options["trust_remote_code"],
+    }

@@ -19,6 +19,7 @@ from specmeter.cli.bench import BenchConfig
 from specmeter.cli.common import console, fail, parse_int_list
 
 if TYPE_CHECKING:
+    from specmeter.engine.loader import LoadedModel
     from specmeter.engine.runner import RunState
 
 
@@ -87,7 +88,7 @@ def execute_select(cfg: BenchConfig, mix: dict[str, float] | None, *, quiet: boo
     from specmeter.engine.runner import measure_costs
     from specmeter.selection.select import analyse_select
 
-    def measure(state: RunState, context: Sequence[int]) -> None:
+    def measure(state: RunState[LoadedModel], context: Sequence[int]) -> None:
         measure_costs(state, context, repeats=cfg.cost_repeats)
 
     m = run_candidates(cfg, measure=measure, quiet=quiet)

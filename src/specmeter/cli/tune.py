@@ -23,6 +23,7 @@ from specmeter.cli.common import console, fail, parse_int_list
 from specmeter.cli.measure import Measurement, exit_if_interrupted, finish, report_recorded, run_candidates
 
 if TYPE_CHECKING:
+    from specmeter.engine.loader import LoadedModel
     from specmeter.engine.runner import RunState
 
 K_MAX_LIMIT = 64
@@ -50,8 +51,10 @@ def resolve_ks(k_max: int, k: str | None, holdout: int | None) -> tuple[list[int
 
 def tune(
     target: opt.Target,
-    draft: Annotated[Path, typer.Option("--draft", help="Draft model directory.")],
     prompts: opt.Prompts,
+    draft: Annotated[
+        Path | None, typer.Option("--draft", help="Draft model directory (none for vLLM's ngram/mtp).")
+    ] = None,
     k_max: Annotated[
         int, typer.Option("--k-max", help="Largest draft length; the cost curve goes to k_max+1.")
     ] = 8,
@@ -81,11 +84,21 @@ def tune(
     quiet: opt.Quiet = False,
     store: opt.Store = None,
     no_store: opt.NoStore = False,
+    backend: opt.Backend = "native",
+    method: opt.SpecMethod = "draft_model",
+    tensor_parallel_size: opt.TensorParallel = 1,
+    max_model_len: opt.MaxModelLen = None,
+    gpu_memory_utilization: opt.GpuMemory = 0.9,
+    enforce_eager: opt.EnforceEager = False,
 ) -> None:
     """Best draft length k per category: cost curve, four speedups per k, predictions tested on held-out k."""
     ks, held = resolve_ks(k_max, k, holdout)
     cfg = opt.measure_config(
-        locals(), drafts=[draft], k=ks, kind="tune", extra={"k_max": k_max, "holdout": held}
+        locals(),
+        drafts=[] if draft is None else [draft],
+        k=ks,
+        kind="tune",
+        extra={"k_max": k_max, "holdout": held},
     )
     execute_tune(cfg, k_max=k_max, holdout=held, quiet=quiet)
 
@@ -93,10 +106,11 @@ def tune(
 def execute_tune(cfg: BenchConfig, *, k_max: int, holdout: int | None, quiet: bool = False) -> dict[str, Any]:
     """Run the sweep and return the result dict (also written to ``cfg.json_out``)."""
     from specmeter.engine.costs import measure_cost_curve
+    from specmeter.metrics.costmodel import step_cost_curve
     from specmeter.metrics.records import CostCurve
     from specmeter.selection.tune import analyse_tune, cost_curve_section
 
-    def measure(state: RunState, context: Sequence[int]) -> None:
+    def measure(state: RunState[LoadedModel], context: Sequence[int]) -> None:
         draft = state.candidates[0].draft
         curve = measure_cost_curve(state.target.model, draft.model, context, k_max + 1, cfg.cost_repeats)
         # The baseline's curve is the target's alone (bench stores it the same way).
@@ -110,9 +124,32 @@ def execute_tune(cfg: BenchConfig, *, k_max: int, holdout: int | None, quiet: bo
         # The curve is on disk before the sweep starts: minutes of measurement are never lost.
         m.result.set_section({"cost_curve": cost_curve_section(draft_curve(m))})
 
-    m = run_candidates(cfg, measure=measure, on_costs=on_costs, quiet=quiet)
+    def derive(m: Measurement) -> None:
+        # vLLM times whole steps only: an effective curve from them, fitted on the k the predictions may use.
+        by_k = {c.k: m.state.per_candidate.get(i, []) for i, c in enumerate(m.state.candidates)}
+        fitted = {k: r for k, r in by_k.items() if k != holdout}
+        curve = step_cost_curve(m.state.baseline, fitted, k_max + 1)
+        if curve is None:
+            if m.interrupted:
+                return
+            fail("vLLM produced no decode steps to time; raise --max-tokens")
+        m.state.cost_curves[m.state.target.info.name] = replace(curve, draft_s=0.0)
+        m.state.cost_curves[m.drafts[0].info.name] = curve
+
+    m = run_candidates(
+        cfg,
+        measure=measure,
+        on_costs=on_costs,
+        after_runs=derive if cfg.backend == "vllm" else None,
+        quiet=quiet,
+    )
+    if m.drafts[0].info.name not in m.state.cost_curves:  # interrupted before vLLM timed a step
+        finish(m)
+        exit_if_interrupted(m)
     runs = [m.state.candidate_run(i) for i in range(len(m.state.candidates))]
     section = analyse_tune(m.state.baseline_run(), runs, draft_curve(m), k_max=k_max, holdout=holdout)
+    if cfg.backend == "vllm":
+        section["cost_curve"]["source"] = "effective: fitted to vLLM step times (t_T(n) flat, t_D(1) = slope)"
     out = finish(m, section)
     if not quiet:
         from specmeter.selection.console_tune import render_tune

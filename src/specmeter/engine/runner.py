@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 import torch
 
@@ -17,12 +18,22 @@ from specmeter.engine.costs import measure_cost_curve
 from specmeter.engine.loader import LoadedModel
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
-from specmeter.metrics.records import CostCurve, RequestRecord, RunRecord
+from specmeter.metrics.records import CostCurve, ModelInfo, RequestRecord, RunRecord
+
+
+class ModelLike(Protocol):
+    """What the run bookkeeping needs of a model: the native engine's LoadedModel, or a vLLM model handle."""
+
+    @property
+    def info(self) -> ModelInfo: ...
+
+
+M = TypeVar("M", bound=ModelLike)
 
 
 @dataclass(frozen=True)
-class Candidate:
-    draft: LoadedModel
+class Candidate(Generic[M]):
+    draft: M
     k: int
 
     @property
@@ -39,11 +50,11 @@ class PreparedPrompt:
 
 
 @dataclass
-class RunState:
-    """Records collected so far; ``runs()`` turns them into RunRecords at any moment (even mid-run)."""
+class RunState(Generic[M]):
+    """Records collected so far; ``*_run()`` turn them into RunRecords at any moment (even mid-run)."""
 
-    target: LoadedModel
-    candidates: Sequence[Candidate]
+    target: M
+    candidates: Sequence[Candidate[M]]
     params: SamplingParams
     baseline: list[RequestRecord] = field(default_factory=list)
     per_candidate: dict[int, list[RequestRecord]] = field(default_factory=dict)
@@ -73,7 +84,7 @@ class RunState:
         )
 
 
-def _record(prompt: PreparedPrompt, g: Generation, matches: bool | None) -> RequestRecord:
+def make_record(prompt: PreparedPrompt, g: Generation, matches: bool | None) -> RequestRecord:
     return RequestRecord(
         id=prompt.id,
         category=prompt.category,
@@ -90,7 +101,7 @@ def _record(prompt: PreparedPrompt, g: Generation, matches: bool | None) -> Requ
     )
 
 
-def measure_costs(state: RunState, context: Sequence[int], repeats: int = 9) -> None:
+def measure_costs(state: RunState[LoadedModel], context: Sequence[int], repeats: int = 9) -> None:
     """One cost curve per draft (t_T(n) up to its k+1, t_D(1)), plus the target's own up to max k+1."""
     k_max = max((c.k for c in state.candidates), default=1)
     curve = measure_cost_curve(state.target.model, None, context, k_max + 1, repeats)
@@ -111,7 +122,7 @@ def measure_costs(state: RunState, context: Sequence[int], repeats: int = 9) -> 
 
 
 def run_interleaved(
-    state: RunState,
+    state: RunState[LoadedModel],
     prompts: Sequence[PreparedPrompt],
     *,
     seed: int = 0,
@@ -145,7 +156,7 @@ def run_interleaved(
         for slot in slots:  # report in a stable order whatever order they ran in
             g = outputs[slot]
             matches = None if slot is None or not state.params.greedy else g.output_ids == base.output_ids
-            rec = _record(prompt, g, matches)
+            rec = make_record(prompt, g, matches)
             (state.baseline if slot is None else state.per_candidate.setdefault(slot, [])).append(rec)
             if on_record is not None:
                 on_record(slot, rec)

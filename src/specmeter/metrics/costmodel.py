@@ -17,8 +17,9 @@ four multiplicative factors so each gap has a number. Pure functions, no torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import median
 
 from specmeter.metrics.acceptance import expected_acceptance_length
 from specmeter.metrics.records import CostCurve, RequestRecord
@@ -34,6 +35,7 @@ __all__ = [
     "gap_factors",
     "predict_acceptance_length",
     "predict_speedup",
+    "step_cost_curve",
     "verification_factor",
 ]
 
@@ -234,3 +236,32 @@ def gap_factors(
         engine=_ratio(e_meas_decode, e_cal),
         prefill=_ratio(e_meas, e_meas_decode),
     )
+
+
+def step_cost_curve(
+    baseline: Sequence[RequestRecord], by_k: Mapping[int, Sequence[RequestRecord]], points: int
+) -> CostCurve | None:
+    """An *effective* cost curve from whole-step wall times, for engines that expose no forward timings.
+
+    vLLM runs draft and verification inside one engine step, so only the step is timed: the median step
+    time of the baseline (x = 0) and of the full steps (d_s = k) of each run at k are fitted with one line,
+    step(x) = a + b·x, read as t_T(n) = a for every n (flat) and t_D(1) = b, so the growth of verification
+    with k is counted as draft cost. Good for predicting k between and near those run; not a measurement of
+    t_T(n). None without a baseline step and one speculative step.
+    """
+    xs: list[float] = []
+    ys: list[float] = []
+    base = [s.draft_s + s.verify_s for r in baseline for s in r.steps if s.drafted == 0]
+    if not base:
+        return None
+    xs.append(0.0)
+    ys.append(median(base))
+    for k, records in sorted(by_k.items()):
+        full = [s.draft_s + s.verify_s for r in records for s in r.steps if s.drafted == k]
+        if full:
+            xs.append(float(k))
+            ys.append(median(full))
+    if len(xs) < 2:
+        return None
+    line = fit_line(xs, ys)
+    return CostCurve(target_s=(line.intercept,) * points, draft_s=max(line.slope, 0.0), repeats=len(base))

@@ -19,9 +19,10 @@ _GOOD, _BAD = "bold green", "bold red"
 
 
 def _cost_table(curve: Mapping[str, Any]) -> Table:
-    table = Table(
-        title="cost curve (warm cache, median of repeats)", title_justify="left", title_style="bold"
-    )
+    title = "cost curve (warm cache, median of repeats)"
+    if curve.get("source"):
+        title = f"cost curve ({curve['source']})"
+    table = Table(title=title, title_justify="left", title_style="bold")
     for column in ("n tokens", "t_T(n)", "spread (IQR)", "t_T(n)/t_T(1)"):
         table.add_column(column, justify="right")
     spreads = curve.get("target_spread_ms") or [None] * len(curve["n"])
@@ -145,7 +146,8 @@ def render_tune(result: Mapping[str, Any], console: Console) -> None:
     if not by_k:
         console.print(Text("No k finished: nothing to compare.", style="bold yellow"))
         return
-    console.print(_k_table(by_k[ALL], f"all categories ({fmt_int(by_k[ALL][0].get('requests'))} requests)"))
+    ran = next((row.get("requests") for row in by_k[ALL] if row.get("requests") is not None), None)
+    console.print(_k_table(by_k[ALL], f"all categories ({fmt_int(ran)} requests)"))
     if len(by_k) > 2:  # more than one category
         console.print(_category_table(by_k))
     oh = section.get("overhead") or {}

@@ -1,0 +1,155 @@
+"""The ``--backend vllm`` half of the measuring core: model handles without loading weights, sequential runs.
+
+specmeter never loads the models itself here (a 70B target is vLLM's to shard): the tokenizer renders the
+prompts, config.json and the safetensors headers give the static facts the memory metrics need, and
+``engine.vllm_runner`` runs baseline and candidates through vLLM one engine at a time. The result file gets
+a ``vllm`` section: engine settings, the sequential schedule, and per run vLLM's own counters beside the
+totals of specmeter's records.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from specmeter.cli.common import fail
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from specmeter.cli.bench import BenchConfig
+    from specmeter.cli.measure import Measurement
+    from specmeter.engine.vllm_runner import ModelHandle
+    from specmeter.metrics.records import RequestRecord
+
+# Proposers that are not a model directory of their own.
+_NO_DRAFT_DIR = ("ngram", "mtp")
+_DRAFT_DIR = ("draft_model", "eagle", "eagle3")
+
+
+def _handle(path: Path, name: str, cfg: BenchConfig) -> ModelHandle:
+    from specmeter.engine.loader import ModelLoadError, eos_ids, load_tokenizer, read_config
+    from specmeter.engine.vllm_runner import ModelHandle
+    from specmeter.metrics.memory import bytes_per_element
+    from specmeter.metrics.records import ModelInfo
+    from specmeter.selection.hfdir import InspectError, read_weights
+
+    try:
+        config = read_config(path, cfg.trust_remote_code)
+        tokenizer = load_tokenizer(path, cfg.trust_remote_code)
+        weights = read_weights(path)
+    except (ModelLoadError, InspectError) as e:
+        fail(str(e))
+    stored = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "bfloat16")
+    dtype = stored.removeprefix("torch.") if cfg.dtype == "auto" else cfg.dtype
+    try:
+        elem = bytes_per_element(dtype)
+    except ValueError:
+        elem = 2
+    layers = int(getattr(config, "num_hidden_layers", 0) or 0)
+    heads = int(getattr(config, "num_attention_heads", 0) or 0)
+    kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
+    hidden = int(getattr(config, "hidden_size", 0) or 0)
+    head_dim = int(getattr(config, "head_dim", None) or (hidden // heads if heads else 0))
+    params = weights.params if weights is not None else 0
+    archs = getattr(config, "architectures", None) or [getattr(config, "model_type", "unknown")]
+    info = ModelInfo(
+        name=name, path=str(path), architecture=str(archs[0]), params=params, weight_bytes=params * elem,
+        kv_bytes_per_token=2 * layers * kv_heads * head_dim * elem, dtype=dtype, num_layers=layers,
+        num_kv_heads=kv_heads, head_dim=head_dim, implementation="vllm",
+    )  # fmt: skip
+    positions = getattr(config, "max_position_embeddings", None)
+    return ModelHandle(path, tokenizer, eos_ids(path, config, tokenizer), info, positions)
+
+
+def _proposer(method: str) -> ModelHandle:
+    """A stand-in draft for proposers without a directory; their weights (if any) are the target's."""
+    from specmeter.engine.vllm_runner import ModelHandle
+    from specmeter.metrics.records import ModelInfo
+
+    info = ModelInfo(
+        name=method, path="", architecture=method, params=0, weight_bytes=0, kv_bytes_per_token=0,
+        dtype="none", num_layers=0, num_kv_heads=0, head_dim=0, implementation="vllm",
+    )  # fmt: skip
+    return ModelHandle(None, None, frozenset(), info)
+
+
+def load_handles(cfg: BenchConfig) -> tuple[ModelHandle, list[ModelHandle]]:
+    """Target and drafts as vLLM will load them; checks vLLM is importable before anything slow."""
+    from specmeter.engine.loader import tokenizer_mismatch
+    from specmeter.engine.vllm_backend import VllmUnavailable, import_vllm
+
+    # vLLM logs every engine start at INFO; a measuring tool's output is its progress bar and tables. Read
+    # when vLLM is imported, and inherited by its engine processes.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    try:
+        import_vllm()
+    except VllmUnavailable as e:
+        fail(str(e))
+    assert cfg.vllm is not None
+    method = cfg.vllm["method"]
+    if method in _DRAFT_DIR and not cfg.drafts:
+        fail(f"--draft: --method {method} needs a draft model directory")
+    if method == "ngram" and cfg.drafts:
+        fail("--draft: --method ngram looks drafts up in the prompt; it takes no draft model")
+    target = _handle(cfg.target, cfg.target.name, cfg)
+    if not cfg.drafts:
+        return target, [_proposer(method)]
+    names = [d.name for d in cfg.drafts]
+    drafts = []
+    for path, name in zip(cfg.drafts, names, strict=True):
+        label = name if names.count(name) == 1 and name != cfg.target.name else str(path)
+        d = _handle(path, label, cfg)
+        if method == "draft_model":
+            reason = tokenizer_mismatch(target.tokenizer, d.tokenizer)
+            if reason:
+                fail(f"draft {path}: its tokenizer differs from the target's: {reason}")
+        drafts.append(d)
+    return target, drafts
+
+
+def run_vllm(
+    cfg: BenchConfig,
+    m: Measurement,
+    on_record: Any,
+    progress: Progress,
+    task: TaskID,
+) -> None:
+    """Every run through vLLM; the ``vllm`` section is saved after each run so nothing finished is lost."""
+    from specmeter.engine.vllm_backend import VllmSettings, import_vllm
+    from specmeter.engine.vllm_runner import run_sequential
+
+    assert cfg.vllm is not None
+    settings = VllmSettings(**cfg.vllm)
+    runs = len(m.state.candidates) + 1
+    progress.update(task, total=runs * len(m.prompts))
+    section: dict[str, Any] = {
+        "version": str(getattr(import_vllm(), "__version__", "unknown")),
+        "schedule": "sequential: one engine per run (baseline first), each warmed up on one short request",
+        "settings": settings.as_dict(),
+        "runs": {},
+    }
+
+    def started(label: str) -> None:
+        progress.update(task, description=f"vLLM: {label} (starting the engine)")
+
+    def done(label: str, reconciled: dict[str, Any]) -> None:
+        section["runs"][label] = reconciled
+        m.result.set_extra("vllm", section)
+
+    def recorded(slot: int | None, rec: RequestRecord) -> None:
+        label = "baseline" if slot is None else m.state.candidates[slot].label
+        progress.update(task, description=f"vLLM: {label}")
+        on_record(slot, rec)
+
+    m.result.set_extra("vllm", section)
+    try:
+        run_sequential(
+            m.state, m.prompts, settings, seed=cfg.seed, on_record=recorded,
+            on_request_done=lambda: progress.advance(task), on_run_start=started, on_run_done=done,
+        )  # fmt: skip
+    except (ValueError, RuntimeError, OSError) as e:
+        # vLLM refuses configurations with exceptions of these types (unsupported model, too little memory).
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        fail(f"vLLM could not run {cfg.target}: {first}")

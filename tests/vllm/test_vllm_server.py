@@ -1,0 +1,143 @@
+"""A real vLLM OpenAI server with a draft model, driven by ``specmeter load``, watched by ``monitor``.
+
+The server (bundled target, legal draft, k=3) serves nothing but this test, so vLLM's counters before and
+after the load are the exact totals of the load's requests. Checked against them:
+
+* the acceptance ``monitor`` computed from its scraped windows (drafted, accepted, generated tokens summed
+  over the windows it stored) equals vLLM's counter deltas over the run;
+* the tokens ``load`` counted (from token ids, never chunks) equal vLLM's generation tokens, and its
+  acceptance equals the counters;
+* the client-side TTFT and TPOT that ``load`` measured are consistent with vLLM's own histograms: the client
+  sees each first token after the server does, by no more than a loopback round trip and SSE framing.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vllm_helpers import (
+    SPECMETER,
+    env,
+    legal_slice,
+    per_position,
+    read_json,
+    scrape,
+    specmeter,
+    stop,
+    vllm_server,
+)
+
+pytest.importorskip("vllm")
+pytestmark = pytest.mark.vllm
+
+REQUESTS = 12
+MAX_TOKENS = 48
+
+
+def _windows(history: Path) -> list[dict[str, Any]]:
+    if not history.exists():
+        return []
+    with sqlite3.connect(history) as db:
+        db.row_factory = sqlite3.Row
+        try:
+            rows = db.execute("SELECT * FROM windows WHERE error IS NULL ORDER BY t_end").fetchall()
+        except sqlite3.OperationalError:  # the monitor has not created its tables yet
+            return []
+    return [dict(r) for r in rows]
+
+
+def _wait_for(predicate: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    out = tmp_path_factory.mktemp("vllm-server")
+    with vllm_server(out / "server.log") as url:
+        before, before_pos = scrape(url), per_position(url)
+        history = out / "monitor.sqlite"
+        monitor = subprocess.Popen(
+            [str(SPECMETER), "monitor", "--scrape", f"{url}/metrics", "--interval", "1s",
+             "--history", history, "--no-alerts", "--quiet", "--duration", "10m"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(), start_new_session=True,
+        )  # fmt: skip
+        try:
+            # Its first window closes at its second scrape, before any traffic: every request lands later.
+            _wait_for(lambda: len(_windows(history)) >= 1, "the monitor's first window")
+            load_json = out / "load.json"
+            specmeter(
+                "load", "--endpoint", url, "--prompts", legal_slice(out / "legal.jsonl", REQUESTS),
+                "--concurrency", 2, "--warmup", 0, "--max-tokens", MAX_TOKENS, "--json", load_json,
+            )  # fmt: skip
+            done = time.time()
+            after, after_pos = scrape(url), per_position(url)
+            # A window that starts after the load ended means every window of the load's traffic is stored.
+            _wait_for(lambda: any(w["t_start"] >= done for w in _windows(history)), "a window after the load")
+        finally:
+            code = stop(monitor, signal.SIGINT)
+            monitor_output = monitor.stdout.read() if monitor.stdout else ""
+        yield {
+            "delta": {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after},
+            "per_pos": {p: after_pos[p] - before_pos.get(p, 0.0) for p in after_pos},
+            "windows": _windows(history),
+            "load": read_json(load_json),
+            "monitor_exit": code,
+            "monitor_output": monitor_output,
+        }
+
+
+def test_monitor_acceptance_equals_vllm_counters(served: dict[str, Any]) -> None:
+    d, windows = served["delta"], served["windows"]
+    assert served["monitor_exit"] in (0, 130), served["monitor_output"]
+    drafted = d["vllm:spec_decode_num_draft_tokens_total"]
+    accepted = d["vllm:spec_decode_num_accepted_tokens_total"]
+    assert drafted > 0
+    assert sum(w["drafted_tokens"] or 0 for w in windows) == drafted
+    assert sum(w["accepted_tokens"] or 0 for w in windows) == accepted
+    assert sum(w["generation_tokens"] or 0 for w in windows) == d["vllm:generation_tokens_total"]
+    assert sum(w["steps"] or 0 for w in windows) == d["vllm:spec_decode_num_drafts_total"]
+    # α over the run, weighted as the counters weigh it, is the counters' α.
+    busy = [w for w in windows if w["drafted_tokens"]]
+    alpha = sum(w["acceptance_rate"] * w["drafted_tokens"] for w in busy) / drafted
+    assert alpha == pytest.approx(accepted / drafted)
+
+
+def test_load_tokens_and_acceptance_equal_vllm(served: dict[str, Any]) -> None:
+    d, load = served["delta"], served["load"]
+    (level,) = load["candidates"]
+    assert level["load"]["completed"] == REQUESTS and level["load"]["failed"] == 0
+    assert d["vllm:request_success_total"] == REQUESTS
+    summary = level["summary"]
+    assert summary["emitted_tokens"] == d["vllm:generation_tokens_total"]
+    assert set(level["load"]["token_sources"]) == {"token_ids"}  # counted from ids, not chunks
+    assert summary["drafted_tokens"] == d["vllm:spec_decode_num_draft_tokens_total"]
+    assert summary["accepted_tokens"] == d["vllm:spec_decode_num_accepted_tokens_total"]
+    cumulative = [p["cumulative"] for p in summary["per_position"]]
+    drafts = d["vllm:spec_decode_num_drafts_total"]
+    assert cumulative == pytest.approx([served["per_pos"][i] / drafts for i in range(len(cumulative))])
+
+
+def test_client_latency_is_consistent_with_vllm_histograms(served: dict[str, Any]) -> None:
+    d, summary = served["delta"], served["load"]["candidates"][0]["summary"]
+    server_ttft = d["vllm:time_to_first_token_seconds_sum"] / d["vllm:time_to_first_token_seconds_count"]
+    client_ttft = summary["ttft_ms"]["mean"] / 1000
+    # The client's clock starts before the request is sent and stops after the first chunk is parsed;
+    # vLLM's starts at arrival and stops when the token leaves the engine.
+    assert server_ttft - 0.002 <= client_ttft <= server_ttft + 0.100, (client_ttft, server_ttft)
+    tpot_name = "vllm:request_time_per_output_token_seconds"
+    server_tpot = d[f"{tpot_name}_sum"] / d[f"{tpot_name}_count"]
+    client_tpot = summary["tpot_ms"]["mean"] / 1000
+    assert client_tpot == pytest.approx(server_tpot, rel=0.25, abs=0.001), (client_tpot, server_tpot)
+    server_e2e = d["vllm:e2e_request_latency_seconds_sum"] / d["vllm:e2e_request_latency_seconds_count"]
+    assert summary["latency_ms"]["mean"] / 1000 == pytest.approx(server_e2e, rel=0.25, abs=0.02)
