@@ -13,6 +13,7 @@ after the load are the exact totals of the load's requests. Checked against them
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -24,9 +25,9 @@ from typing import Any
 import pytest
 from vllm_helpers import (
     SPECMETER,
+    by_label,
     env,
     legal_slice,
-    per_position,
     read_json,
     scrape,
     specmeter,
@@ -39,6 +40,8 @@ pytestmark = pytest.mark.vllm
 
 REQUESTS = 12
 MAX_TOKENS = 48
+PER_POS = ("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position")
+TTFT_BUCKETS = ("vllm:time_to_first_token_seconds_bucket", "le")
 
 
 def _windows(history: Path) -> list[dict[str, Any]]:
@@ -65,7 +68,7 @@ def _wait_for(predicate: Any, what: str, timeout: float = 60) -> None:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     out = tmp_path_factory.mktemp("vllm-server")
     with vllm_server(out / "server.log") as url:
-        before, before_pos = scrape(url), per_position(url)
+        before, before_pos, before_ttft = scrape(url), by_label(url, *PER_POS), by_label(url, *TTFT_BUCKETS)
         history = out / "monitor.sqlite"
         monitor = subprocess.Popen(
             [str(SPECMETER), "monitor", "--scrape", f"{url}/metrics", "--interval", "1s",
@@ -79,9 +82,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             specmeter(
                 "load", "--endpoint", url, "--prompts", legal_slice(out / "legal.jsonl", REQUESTS),
                 "--concurrency", 2, "--warmup", 0, "--max-tokens", MAX_TOKENS, "--json", load_json,
+                "--log", out / "load.jsonl",
             )  # fmt: skip
             done = time.time()
-            after, after_pos = scrape(url), per_position(url)
+            after, after_pos, after_ttft = scrape(url), by_label(url, *PER_POS), by_label(url, *TTFT_BUCKETS)
             # A window that starts after the load ended means every window of the load's traffic is stored.
             _wait_for(lambda: any(w["t_start"] >= done for w in _windows(history)), "a window after the load")
         finally:
@@ -89,7 +93,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             monitor_output = monitor.stdout.read() if monitor.stdout else ""
         yield {
             "delta": {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after},
-            "per_pos": {p: after_pos[p] - before_pos.get(p, 0.0) for p in after_pos},
+            "per_pos": {int(p): after_pos[p] - before_pos.get(p, 0.0) for p in after_pos},
+            "ttft_buckets": {le: after_ttft[le] - before_ttft.get(le, 0.0) for le in after_ttft},
+            "client_ttft_s": [
+                json.loads(line)["ttft_ms"] / 1000
+                for line in (out / "load.jsonl").read_text().splitlines()
+                if line.strip()
+            ],
             "windows": _windows(history),
             "load": read_json(load_json),
             "monitor_exit": code,
@@ -141,3 +151,15 @@ def test_client_latency_is_consistent_with_vllm_histograms(served: dict[str, Any
     assert client_tpot == pytest.approx(server_tpot, rel=0.25, abs=0.001), (client_tpot, server_tpot)
     server_e2e = d["vllm:e2e_request_latency_seconds_sum"] / d["vllm:e2e_request_latency_seconds_count"]
     assert summary["latency_ms"]["mean"] / 1000 == pytest.approx(server_e2e, rel=0.25, abs=0.02)
+
+
+def test_client_ttfts_fit_vllms_ttft_histogram(served: dict[str, Any]) -> None:
+    # Request by request the client sees the first token after vLLM does (2 ms for two clocks read in two
+    # processes) and not long after: loopback, the API server's own work and SSE framing, which on a busy
+    # 2-core host can reach a few hundred ms for one request. So for every bucket bound le of vLLM's TTFT
+    # histogram: #{client <= le - 2 ms} <= bucket(le) <= #{client <= le + 500 ms}.
+    client, buckets = served["client_ttft_s"], served["ttft_buckets"]
+    assert len(client) == REQUESTS and buckets[float("inf")] == REQUESTS
+    for le, count in buckets.items():
+        below, above = sum(t <= le - 0.002 for t in client), sum(t <= le + 0.5 for t in client)
+        assert below <= count <= above, (le, sorted(client), buckets)

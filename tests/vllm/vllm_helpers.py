@@ -119,12 +119,13 @@ def scrape(url: str) -> dict[str, float]:
     return totals
 
 
-def per_position(url: str) -> dict[int, float]:
+def by_label(url: str, name: str, label: str) -> dict[float, float]:
+    """One sample name summed per value of one label (``position`` of a vector, ``le`` of a histogram)."""
     text = httpx.get(f"{url}/metrics", timeout=10).text
-    out: dict[int, float] = {}
+    out: dict[float, float] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            if s.name == "vllm:spec_decode_num_accepted_tokens_per_pos_total":
-                pos = int(s.labels["position"])
-                out[pos] = out.get(pos, 0.0) + float(s.value)
+            if s.name == name:
+                key = float(s.labels[label])
+                out[key] = out.get(key, 0.0) + float(s.value)
     return out

@@ -28,37 +28,32 @@ _NO_DRAFT_DIR = ("ngram", "mtp")
 _DRAFT_DIR = ("draft_model", "eagle", "eagle3")
 
 
-def _handle(path: Path, name: str, cfg: BenchConfig) -> ModelHandle:
-    from specmeter.engine.loader import ModelLoadError, eos_ids, load_tokenizer, read_config
+def _handle(path: Path, name: str, cfg: BenchConfig, tokenizer: Any = None) -> ModelHandle:
+    """``tokenizer`` given: use it (an EAGLE head ships none and speaks the target's)."""
+    import torch
+
+    from specmeter.engine.loader import (
+        DTYPES,
+        ModelLoadError,
+        eos_ids,
+        load_tokenizer,
+        model_info,
+        read_config,
+    )
     from specmeter.engine.vllm_runner import ModelHandle
-    from specmeter.metrics.memory import bytes_per_element
-    from specmeter.metrics.records import ModelInfo
     from specmeter.selection.hfdir import InspectError, read_weights
 
     try:
         config = read_config(path, cfg.trust_remote_code)
-        tokenizer = load_tokenizer(path, cfg.trust_remote_code)
+        if tokenizer is None:
+            tokenizer = load_tokenizer(path, cfg.trust_remote_code)
         weights = read_weights(path)
     except (ModelLoadError, InspectError) as e:
         fail(str(e))
     stored = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "bfloat16")
-    dtype = stored.removeprefix("torch.") if cfg.dtype == "auto" else cfg.dtype
-    try:
-        elem = bytes_per_element(dtype)
-    except ValueError:
-        elem = 2
-    layers = int(getattr(config, "num_hidden_layers", 0) or 0)
-    heads = int(getattr(config, "num_attention_heads", 0) or 0)
-    kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
-    hidden = int(getattr(config, "hidden_size", 0) or 0)
-    head_dim = int(getattr(config, "head_dim", None) or (hidden // heads if heads else 0))
+    dtype = DTYPES.get(stored.removeprefix("torch.") if cfg.dtype == "auto" else cfg.dtype, torch.bfloat16)
     params = weights.params if weights is not None else 0
-    archs = getattr(config, "architectures", None) or [getattr(config, "model_type", "unknown")]
-    info = ModelInfo(
-        name=name, path=str(path), architecture=str(archs[0]), params=params, weight_bytes=params * elem,
-        kv_bytes_per_token=2 * layers * kv_heads * head_dim * elem, dtype=dtype, num_layers=layers,
-        num_kv_heads=kv_heads, head_dim=head_dim, implementation="vllm",
-    )  # fmt: skip
+    info = model_info(name, path, config, params, dtype, "vllm")
     positions = getattr(config, "max_position_embeddings", None)
     return ModelHandle(path, tokenizer, eos_ids(path, config, tokenizer), info, positions)
 
@@ -100,7 +95,7 @@ def load_handles(cfg: BenchConfig) -> tuple[ModelHandle, list[ModelHandle]]:
     drafts = []
     for path, name in zip(cfg.drafts, names, strict=True):
         label = name if names.count(name) == 1 and name != cfg.target.name else str(path)
-        d = _handle(path, label, cfg)
+        d = _handle(path, label, cfg, None if method == "draft_model" else target.tokenizer)
         if method == "draft_model":
             reason = tokenizer_mismatch(target.tokenizer, d.tokenizer)
             if reason:

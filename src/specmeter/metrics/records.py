@@ -99,7 +99,7 @@ class ModelInfo:
     num_layers: int
     num_kv_heads: int
     head_dim: int
-    implementation: str = "native"  # "native" or "transformers"
+    implementation: str = "native"  # "native", "transformers" or "vllm"
 
 
 @dataclass(frozen=True)

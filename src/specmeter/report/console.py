@@ -102,6 +102,17 @@ def _header(result: Mapping[str, Any]) -> RenderableType:
             or DASH,
         ),
     ]
+    vllm = result.get("vllm")
+    if isinstance(vllm, Mapping):
+        settings = vllm.get("settings") or {}
+        rows.append(
+            (
+                "backend",
+                f"vLLM {vllm.get('version', DASH)} · {settings.get('method', DASH)} · "
+                f"tp {settings.get('tensor_parallel_size', DASH)} · dtype {settings.get('dtype', DASH)} · "
+                "one engine per run, runs one after another",
+            )
+        )
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -302,4 +313,30 @@ def render_result(result: Mapping[str, Any], console: Console) -> None:
         console.print(table)
         for note in notes:
             console.print(note)
+    for line in vllm_check_lines(result):
+        console.print(line)
     console.print(verdict(result))
+
+
+def vllm_check_lines(result: Mapping[str, Any]) -> list[Text]:
+    """One line per vLLM run: its own counters against the totals of specmeter's records."""
+    runs = _get(result, "vllm", "runs")
+    if not isinstance(runs, Mapping):
+        return []
+    lines = []
+    for label, run in runs.items():
+        counters = run.get("vllm_counters") or {}
+        ok = run.get("counts_match") and run.get("tokens_match")
+        text = (
+            f"vLLM's counters for {label}: {fmt_int(counters.get('num_drafts'))} drafts, "
+            f"{fmt_int(counters.get('num_draft_tokens'))} drafted, "
+            f"{fmt_int(counters.get('num_accepted_tokens'))} accepted, "
+            f"{fmt_int(counters.get('generation_tokens'))} generated — "
+        )
+        if ok:
+            lines.append(Text(text + "equal to specmeter's records", style="green"))
+        else:
+            lines.append(
+                Text(text + "DIFFERENT from specmeter's records (see the vllm section)", style="bold red")
+            )
+    return lines

@@ -18,7 +18,7 @@ from typing import Any
 
 from specmeter import __version__
 from specmeter.economics.roi import RoiInputs, compute_roi
-from specmeter.report.console import verdict
+from specmeter.report.console import verdict, vllm_check_lines
 from specmeter.report.fmt import (
     DASH,
     as_float,
@@ -241,11 +241,21 @@ def render_report(
         ),
         ("max tokens", fmt_int(config.get("max_tokens"))),
     ]
+    vllm = result.get("vllm")
+    if isinstance(vllm, Mapping):
+        settings = vllm.get("settings") or {}
+        meta.append(
+            (
+                "engine",
+                f"vLLM {vllm.get('version', DASH)}, {settings.get('method', DASH)}, runs one after another",
+            )
+        )
     line = verdict(result)
     cls = "bad" if "danger" in line.plain.lower() or "no candidate pays off" in line.plain else "ok"
     if "no measured speedup" in line.plain:
         cls = "warn"
     all_notes = list(notes)
+    all_notes += [t.plain for t in vllm_check_lines(result) if t.style != "green"]
     if result.get("complete") is False:
         all_notes.insert(0, "Interrupted run: partial results, everything measured up to the interruption.")
     timeline = timeline_chart(records, request_id)
