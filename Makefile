@@ -46,7 +46,7 @@ $(VLLM_STAMP): pyproject.toml Makefile
 # Real vLLM: offline bench/tune against vLLM's counters, a vLLM server under load and monitor, native vs
 # vLLM acceptance (printed). About 5 minutes on 2 cores once the environment exists.
 test-vllm: $(VLLM_STAMP)
-	$(VLLM_BIN)/python -m pytest -q -m vllm tests/vllm
+	$(VLLM_BIN)/python -m pytest -q -m vllm tests/real_vllm
 
 # Debian's Chromium for the HTML report's rendering test (skipped when it is absent). Needs root and apt.
 browser:

@@ -1,7 +1,7 @@
 """``--backend`` and the vLLM options of bench and tune: every mistake is one line, before anything slow.
 
 Without vLLM installed, ``--backend vllm`` must say how to install it. The option checks run before vLLM is
-imported, so they behave the same with or without it. Runs against a real vLLM are in tests/vllm.
+imported, so they behave the same with or without it. Runs against a real vLLM are in tests/real_vllm.
 """
 
 from __future__ import annotations

