@@ -69,3 +69,19 @@ def test_vllm_method_and_draft_must_agree(
     pytest.importorskip("vllm")  # the check follows the import check
     result = run(tiny, tmp_path, "bench", "--backend", "vllm", "--method", method, draft=draft)
     assert_usage_error(result, "--draft", needle)
+
+
+def test_vllm_errors_become_one_informative_line() -> None:
+    from specmeter.cli.measure_vllm import _one_line
+
+    pydantic_like = ValueError(
+        "1 validation error for ModelConfig\n  Value error, max_model_len (5000) is greater than 1024. "
+        "[type=value_error, input_value=ArgsKwargs(...)]\n    For further information visit https://x"
+    )
+    assert _one_line(pydantic_like) == (
+        "1 validation error for ModelConfig: max_model_len (5000) is greater than 1024."
+    )
+    assert _one_line(RuntimeError("Engine core initialization failed.\nsee above")) == (
+        "Engine core initialization failed."
+    )
+    assert _one_line(RuntimeError("")) == "RuntimeError"

@@ -78,6 +78,7 @@ def load_handles(cfg: BenchConfig) -> tuple[ModelHandle, list[ModelHandle]]:
     # vLLM logs every engine start at INFO; a measuring tool's output is its progress bar and tables. Read
     # when vLLM is imported, and inherited by its engine processes.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("TQDM_DISABLE", "1")  # vLLM's weight-loading bars, printed by its workers
     try:
         import_vllm()
     except VllmUnavailable as e:
@@ -146,5 +147,15 @@ def run_vllm(
         )  # fmt: skip
     except (ValueError, RuntimeError, OSError) as e:
         # vLLM refuses configurations with exceptions of these types (unsupported model, too little memory).
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        fail(f"vLLM could not run {cfg.target}: {first}")
+        fail(f"vLLM could not run {cfg.target}: {_one_line(e)}")
+
+
+def _one_line(e: Exception) -> str:
+    """vLLM's message on one line; a pydantic error's header ("1 validation error for X") says nothing."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    if "validation error" in lines[0] and len(lines) > 1:
+        text = lines[1].removeprefix("Value error, ").split(" [type=")[0]
+        return f"{lines[0]}: {text}"
+    return lines[0]
