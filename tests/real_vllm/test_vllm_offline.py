@@ -186,19 +186,21 @@ def test_tune_with_vllm_predicts_the_held_out_k(tmp_path: Path) -> None:
     assert check["speedup_measured_decode"]["predicted"] is not None
 
 
-def test_ngram_needs_no_draft(tmp_path: Path) -> None:
+def test_ngram_needs_no_draft_and_sampled_counts_reconcile(tmp_path: Path) -> None:
     out = tmp_path / "ngram.json"
     specmeter(
         "bench", "--backend", "vllm", "--method", "ngram", "--target", TARGET,
         "--prompts", legal_slice(tmp_path / "legal.jsonl", 3), "--max-tokens", 32, "--k", 2,
-        "--json", out, "--no-store", *ENGINE,
+        "--temperature", 0.7, "--seed", 3, "--json", out, "--no-store", *ENGINE,
     )  # fmt: skip
     result = read_json(out)
     (cand,) = result["candidates"]
     assert cand["draft"] == "ngram"
     run = result["vllm"]["runs"]["ngram@k=2"]
+    # Sampled steps are recorded exactly as vLLM counts them too; there is no greedy output to compare.
     assert run["counts_match"] and run["tokens_match"]
-    assert run["greedy_matches_baseline"] == [3, 3]
+    assert run["vllm_counters"]["num_draft_tokens"] > 0
+    assert run["greedy_matches_baseline"] is None
 
 
 def _engine_processes(mark: str) -> list[Any]:
