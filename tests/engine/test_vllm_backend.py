@@ -181,3 +181,30 @@ def test_reconcile_compares_every_counter() -> None:
     off_by_one = SpecCounters(drafts=3, draft_tokens=9, accepted_tokens=5, accepted_per_pos=(2, 2, 1))
     assert not reconcile(off_by_one, records, [], 3)["counts_match"]
     assert not reconcile(vllm, records[:1], [], 3)["tokens_match"]
+
+
+def test_engine_start_runs_beside_the_main_thread_and_hands_back_errors() -> None:
+    import threading
+
+    from specmeter.engine.vllm_backend import _start_interruptibly
+
+    seen: list[str] = []
+
+    def make() -> str:
+        seen.append(threading.current_thread().name)
+        return "engine"
+
+    assert _start_interruptibly(make) == "engine" and seen == ["vllm-engine-start"]
+
+    def refuses() -> str:
+        raise RuntimeError("Engine core initialization failed")
+
+    with pytest.raises(RuntimeError, match="initialization failed"):
+        _start_interruptibly(refuses)
+
+    def needs_main_thread() -> str:
+        if threading.current_thread() is not threading.main_thread():
+            raise ValueError("signal only works in main thread of the main interpreter")
+        return "engine"
+
+    assert _start_interruptibly(needs_main_thread) == "engine"

@@ -270,8 +270,12 @@ def _start_interruptibly(make: Callable[[], Any]) -> Any:
     except KeyboardInterrupt:
         _stop_engine_processes()
         raise
-    if "error" in box:
-        raise box["error"]
+    error = box.get("error")
+    if isinstance(error, ValueError) and "main thread" in str(error):
+        # Something in this configuration (Ray in-process, say) installs signal handlers: start it here.
+        return make()
+    if error is not None:
+        raise error
     return box["engine"]
 
 
