@@ -108,12 +108,10 @@ def prepare_prompts(cfg: BenchConfig, target: ModelLike) -> list[PreparedPrompt]
         fail(str(e))
     if cfg.limit is not None:
         workload = workload.limit(cfg.limit)
-    context = getattr(target, "max_positions", None) or getattr(
-        getattr(target, "model", None), "max_positions", None
-    )
+    context = target.max_positions
     prepared, problems = [], []
     for p in workload.prompts:
-        ids = render_prompt(p, target.tokenizer)  # type: ignore[attr-defined]
+        ids = render_prompt(p, target.tokenizer)
         max_tokens = p.max_tokens or cfg.max_tokens
         need = len(ids) + max_tokens + max(cfg.k) + 1
         if not ids:

@@ -23,10 +23,6 @@ if TYPE_CHECKING:
     from specmeter.engine.vllm_runner import ModelHandle
     from specmeter.metrics.records import RequestRecord
 
-# Proposers that are not a model directory of their own.
-_NO_DRAFT_DIR = ("ngram", "mtp")
-_DRAFT_DIR = ("draft_model", "eagle", "eagle3")
-
 
 def _handle(path: Path, name: str, cfg: BenchConfig, tokenizer: Any = None) -> ModelHandle:
     """``tokenizer`` given: use it (an EAGLE head ships none and speaks the target's)."""
@@ -73,7 +69,7 @@ def _proposer(method: str) -> ModelHandle:
 def load_handles(cfg: BenchConfig) -> tuple[ModelHandle, list[ModelHandle]]:
     """Target and drafts as vLLM will load them; checks vLLM is importable before anything slow."""
     from specmeter.engine.loader import tokenizer_mismatch
-    from specmeter.engine.vllm_backend import VllmUnavailable, import_vllm
+    from specmeter.engine.vllm_backend import NEEDS_DRAFT_DIR, VllmUnavailable, import_vllm
 
     # vLLM logs every engine start at INFO; a measuring tool's output is its progress bar and tables. Read
     # when vLLM is imported, and inherited by its engine processes.
@@ -85,7 +81,7 @@ def load_handles(cfg: BenchConfig) -> tuple[ModelHandle, list[ModelHandle]]:
         fail(str(e))
     assert cfg.vllm is not None
     method = cfg.vllm["method"]
-    if method in _DRAFT_DIR and not cfg.drafts:
+    if method in NEEDS_DRAFT_DIR and not cfg.drafts:
         fail(f"--draft: --method {method} needs a draft model directory")
     if method == "ngram" and cfg.drafts:
         fail("--draft: --method ngram looks drafts up in the prompt; it takes no draft model")

@@ -33,6 +33,11 @@ class LoadedModel:
     eos_ids: frozenset[int]
     info: ModelInfo
 
+    @property
+    def max_positions(self) -> int | None:
+        """The context the engine will allow (both native and transformers models record it)."""
+        return getattr(self.model, "max_positions", None)
+
 
 def resolve_device(device: str) -> torch.device:
     if device == "auto":

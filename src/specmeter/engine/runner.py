@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import torch
 
@@ -26,6 +26,12 @@ class ModelLike(Protocol):
 
     @property
     def info(self) -> ModelInfo: ...
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+    @property
+    def max_positions(self) -> int | None: ...
 
 
 M = TypeVar("M", bound=ModelLike)

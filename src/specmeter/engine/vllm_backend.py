@@ -33,6 +33,7 @@ from specmeter.metrics.records import Emission, FinishReason, StepRecord
 __all__ = [
     "INSTALL_HINT",
     "METHODS",
+    "NEEDS_DRAFT_DIR",
     "EngineRequestStats",
     "SpecCounters",
     "StepLog",
@@ -52,7 +53,7 @@ INSTALL_HINT = (
 # token costs one proposer forward. n-gram lookup costs none.
 METHODS = ("draft_model", "ngram", "eagle", "eagle3", "mtp")
 _MODEL_FREE = {"ngram"}
-_NEEDS_MODEL = {"draft_model", "eagle", "eagle3"}
+NEEDS_DRAFT_DIR = ("draft_model", "eagle", "eagle3")
 
 
 class VllmUnavailable(RuntimeError):
@@ -99,7 +100,7 @@ def speculative_config(method: str, draft: str | None, k: int) -> dict[str, Any]
     if k < 1:
         raise ValueError("k must be >= 1")
     config: dict[str, Any] = {"method": method, "num_speculative_tokens": k}
-    if method in _NEEDS_MODEL:
+    if method in NEEDS_DRAFT_DIR:
         if draft is None:
             raise ValueError(f"method {method!r} needs a draft model directory")
         config["model"] = draft

@@ -119,8 +119,9 @@ def run_sequential(
     params = state.params
     need = max((len(p.ids) + p.max_tokens for p in prompts), default=0)
     k_max = max((c.k for c in state.candidates), default=0)
-    # The engine's context must hold the longest request plus the draft positions of its last step.
-    context = min(target.max_positions or need + k_max + 1, need + k_max + 1)
+    # The engine's context must hold the longest request plus the draft positions of its last step (the
+    # caller has checked that this fits the target's own context).
+    context = need + k_max + 1
     base_out: dict[str, tuple[int, ...]] = {}
     for slot in [None, *range(len(state.candidates))]:
         cand = None if slot is None else state.candidates[slot]
