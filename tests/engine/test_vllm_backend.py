@@ -208,3 +208,21 @@ def test_engine_start_runs_beside_the_main_thread_and_hands_back_errors() -> Non
         return "engine"
 
     assert _start_interruptibly(needs_main_thread) == "engine"
+
+
+def test_ctrl_c_during_a_deferred_block_is_raised_after_it() -> None:
+    import os
+    import signal
+
+    from specmeter.engine.vllm_backend import ctrl_c_deferred
+
+    finished = []
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt), ctrl_c_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        finished.append(True)  # the block runs to its end
+    assert finished == [True]
+    assert signal.getsignal(signal.SIGINT) is handler
+    with ctrl_c_deferred():  # no Ctrl-C, nothing raised
+        finished.append(True)
+    assert finished == [True, True]

@@ -232,7 +232,10 @@ def test_ctrl_c_keeps_results_and_leaves_no_engine_behind(tmp_path: Path, when: 
     try:
         deadline = time.monotonic() + 300
         if when == "engine-start":
-            time.sleep(4)  # vLLM is importing and spawning its engine core
+            # The JSON is written once the models are described, right before the first engine starts.
+            while not json_out.exists() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            time.sleep(2)  # vLLM is spawning its engine core and loading the model
         else:
             while rows < 5 and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.2)

@@ -13,7 +13,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specmeter.cli.common import fail
+import typer
+
+from specmeter.cli.common import EXIT_INTERRUPTED, console, fail
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -79,6 +81,9 @@ def load_handles(cfg: BenchConfig) -> tuple[ModelHandle, list[ModelHandle]]:
         import_vllm()
     except VllmUnavailable as e:
         fail(str(e))
+    except KeyboardInterrupt:
+        console.print("[yellow]Interrupted while importing vLLM; nothing was measured.[/]")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     assert cfg.vllm is not None
     method = cfg.vllm["method"]
     if method in NEEDS_DRAFT_DIR and not cfg.drafts:

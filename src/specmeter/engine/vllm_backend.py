@@ -19,9 +19,10 @@ vLLM 0.32 and are read with ``getattr`` so an older or newer vLLM degrades to mi
 from __future__ import annotations
 
 import os
+import signal
 import threading
-from collections.abc import Callable, Collection, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -61,12 +62,33 @@ class VllmUnavailable(RuntimeError):
 
 
 def import_vllm() -> Any:
-    """The ``vllm`` module, or VllmUnavailable with the install hint."""
-    try:
-        import vllm
-    except ImportError as e:
-        raise VllmUnavailable(f"{INSTALL_HINT} ({e})") from None
+    """The ``vllm`` module, or VllmUnavailable with the install hint.
+
+    Importing vLLM takes seconds; a Ctrl-C in that time waits for the import to finish, because pydantic
+    turns a KeyboardInterrupt raised while it builds vLLM's models into a SchemaError traceback.
+    """
+    with ctrl_c_deferred():
+        try:
+            import vllm
+        except ImportError as e:
+            raise VllmUnavailable(f"{INSTALL_HINT} ({e})") from None
     return vllm
+
+
+@contextmanager
+def ctrl_c_deferred() -> Iterator[None]:
+    """Run the block to its end even if Ctrl-C is pressed, then raise KeyboardInterrupt (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 @dataclass(frozen=True)
