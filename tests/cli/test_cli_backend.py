@@ -72,7 +72,7 @@ def test_vllm_method_and_draft_must_agree(
 
 
 def test_vllm_errors_become_one_informative_line() -> None:
-    from specmeter.cli.measure_vllm import _one_line
+    from specmeter.measuring.vllm import one_line as _one_line
 
     pydantic_like = ValueError(
         "1 validation error for ModelConfig\n  Value error, max_model_len (5000) is greater than 1024. "

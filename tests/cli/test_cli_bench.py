@@ -217,6 +217,20 @@ def test_bad_option(tiny: Any, tmp_path: Path, option: list[str], needles: list[
     assert_usage_error(bench(tiny, write_prompts(tmp_path / "p.jsonl"), *option), *needles)
 
 
+def test_output_over_the_golden_set_is_refused(tiny: Any, tmp_path: Path) -> None:
+    prompts = write_prompts(tmp_path / "p.jsonl")
+    before = prompts.read_bytes()
+    assert_usage_error(bench(tiny, prompts, "--csv", prompts), "--csv", "is --prompts", "never overwrites")
+    assert prompts.read_bytes() == before
+
+
+def test_two_outputs_on_one_file_are_refused(tiny: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = bench(tiny, write_prompts(tmp_path / "p.jsonl"), "--json", out, "--log", out)
+    assert_usage_error(result, "--log", "is also --json")
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------------------------------ happy path
 
 

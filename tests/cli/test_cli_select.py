@@ -58,6 +58,8 @@ def test_select_ranks_candidates_for_a_mix(tiny, prompts: Path, tmp_path: Path) 
     alpha = {r["draft"]: r["acceptance_rate"] for r in s["ranking"]}
     assert alpha["random_draft"] < alpha["draft"]
     assert s["recommendation"]["lines"] and "Recommendation" in result.output
+    # select ends like bench: the run is complete in the store and the command says where it went
+    assert "Recorded as run 1 in" in result.output
 
 
 @pytest.mark.parametrize(

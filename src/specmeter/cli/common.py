@@ -1,14 +1,39 @@
-"""Helpers shared by commands: one-line user errors, option parsing, the console."""
+"""Helpers shared by commands: one-line user errors, option parsing, the console, progress on the terminal."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+
+from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_USAGE, MeasureError, MeasureInterrupted
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from specmeter.measuring.progress import Task
+    from specmeter.measuring.run import Outcome
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "RichReporter",
+    "console",
+    "end",
+    "err_console",
+    "fail",
+    "measure_errors",
+    "parse_int_list",
+    "resolve_store",
+    "stdout_is_terminal",
+]
 
 # Redirected to a file or CI log, rich would wrap the result tables at 80 columns; 120 keeps rows whole.
 # COLUMNS still wins when set.
@@ -17,15 +42,30 @@ console = Console(
 )
 err_console = Console(stderr=True, highlight=False)
 
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Stop with a user-facing error: one line (or one line per problem), no traceback."""
     for line in message.splitlines() or [message]:
-        err_console.print(f"[bold red]error:[/] {line}", markup=True, highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(line)}", markup=True, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def measure_errors() -> Iterator[None]:
+    """The measuring core's errors as a command ends them: ``error:`` lines and exit 2, or 130 on Ctrl-C."""
+    try:
+        yield
+    except MeasureError as e:
+        fail(str(e))
+    except MeasureInterrupted as e:
+        console.print(f"[yellow]{escape(str(e))}[/]")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def end(outcome: Outcome) -> None:
+    """Exit with the outcome's code unless it is 0 (a command that returns exits 0)."""
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
 
 
 def parse_int_list(value: str, option: str) -> list[int]:
@@ -48,3 +88,45 @@ def resolve_store(store: Path | None, no_store: bool) -> Path | None:
     from specmeter.store.paths import default_store_path
 
     return None if no_store else store or default_store_path()
+
+
+class _BarTask:
+    def __init__(self, progress: Progress, task: TaskID) -> None:
+        self._progress, self._task = progress, task
+
+    def advance(self, n: int = 1) -> None:
+        self._progress.advance(self._task, n)
+
+    def update(self, *, description: str | None = None, total: int | None = None) -> None:
+        text = None if description is None else escape(description)
+        self._progress.update(self._task, description=text, total=total)
+
+
+class RichReporter:
+    """The measuring core's progress on a terminal: a spinner, a transient bar, notes (not when quiet)."""
+
+    def __init__(self, out: Console = console, *, quiet: bool = False) -> None:
+        self.console, self.quiet = out, quiet
+
+    @contextmanager
+    def status(self, text: str) -> Iterator[None]:
+        with self.console.status(escape(text), spinner="dots"):
+            yield
+
+    @contextmanager
+    def task(self, description: str, total: int) -> Iterator[Task]:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=self.console, disable=self.quiet, transient=True,
+        )  # fmt: skip
+        with progress:
+            yield _BarTask(progress, progress.add_task(escape(description), total=total))
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(text, soft_wrap=True, markup=False)
+
+    def warn(self, text: str) -> None:
+        self.console.print(f"[yellow]{escape(text)}[/]", soft_wrap=True)

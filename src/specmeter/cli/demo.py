@@ -11,11 +11,14 @@ pairs in the danger zone.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from specmeter.cli.common import console, fail, resolve_store
+from specmeter.cli.common import RichReporter, console, end, fail, measure_errors, resolve_store
+
+if TYPE_CHECKING:
+    from specmeter.measuring.config import MeasureConfig
 
 # The field report's economics: 2.5x on an instance 1.75x the price gives -30% monthly cost. The volume,
 # throughput and prices are illustrative inputs with that ratio; only ratios matter for the savings share.
@@ -37,28 +40,22 @@ def _compat(target: Path, drafts: list[Path]) -> list[dict[str, Any]]:
     return [check_compat(t, inspect_model(d)).to_dict() for d in drafts]
 
 
-def _bench(cfg: Any, out: Path, name: str, quiet: bool) -> tuple[dict[str, Any], dict[str, list[int]]]:
-    from specmeter.cli.measure import finish, run_candidates
-    from specmeter.engine.runner import measure_costs
+def _bench(cfg: MeasureConfig, out: Path, name: str) -> tuple[dict[str, Any], dict[str, list[int]]]:
+    from specmeter.measuring.run import close, run_candidates
     from specmeter.report.html import render_report, write_report
 
-    m = run_candidates(
-        cfg, measure=lambda s, ctx: measure_costs(s, ctx, repeats=cfg.cost_repeats), quiet=quiet
-    )
-    result = finish(m)
-    records = {"baseline": m.state.baseline}
-    for i, c in enumerate(m.state.candidates):
-        records[c.label] = m.state.per_candidate.get(i, [])
+    m = run_candidates(cfg, RichReporter())
+    outcome = close(m)
     write_report(
-        out / f"report-{name}.html", render_report(result, records=records, source=str(cfg.json_out))
+        out / f"report-{name}.html",
+        render_report(outcome.result, records=m.records(), source=str(cfg.json_out)),
     )
-    if m.interrupted:
-        raise KeyboardInterrupt
+    end(outcome)
     matched = {
         c.draft.info.name: [sum(bool(r.matches_baseline) for r in recs), len(recs)]
         for c, recs in ((c, m.state.per_candidate.get(i, [])) for i, c in enumerate(m.state.candidates))
     }
-    return result, matched
+    return outcome.result, matched
 
 
 def _rows(domain: str, result: dict[str, Any], matched: dict[str, list[int]]) -> list[dict[str, Any]]:
@@ -136,10 +133,10 @@ def demo(
     """The field report on bundled models: compat, bench of A/B/C on general and legal, k sweep, ROI."""
     import json
 
-    from specmeter.cli.bench import BenchConfig
     from specmeter.cli.demo_summary import render_summary, summarize_demo
-    from specmeter.cli.tune import execute_tune
     from specmeter.engine.bundled import DRAFTS, TARGET, bundled_model, missing_models
+    from specmeter.measuring.config import MeasureConfig
+    from specmeter.measuring.tune import run_tune
     from specmeter.report.files import write_json_atomic
     from specmeter.workloads import bundled_prompts
 
@@ -162,14 +159,16 @@ def demo(
     matches: dict[str, dict[str, list[int]]] = {}
     for domain in ("general", "legal"):
         console.print(f"\n[bold]bench[/] {domain} golden set: baseline, A, B, C (greedy, k=4)")
-        cfg = BenchConfig(
-            target=target, drafts=drafts, prompts=bundled_prompts(domain), k=[4],
-            max_tokens=32 if quick else 64, limit=8 if quick else None,
-            json_out=out / f"{domain}.json", csv_out=out / f"{domain}.csv", log_out=out / f"{domain}.jsonl",
-            cost_repeats=3 if quick else 9, kind="demo", store=run_store, threads=threads,
-            extra={"domain": domain},
-        )  # fmt: skip
-        results[domain], matches[domain] = _bench(cfg, out, domain, quiet=False)
+        with measure_errors():
+            cfg = MeasureConfig(
+                target=target, drafts=drafts, prompts=bundled_prompts(domain), k=[4],
+                max_tokens=32 if quick else 64, limit=8 if quick else None,
+                json_out=out / f"{domain}.json", csv_out=out / f"{domain}.csv",
+                log_out=out / f"{domain}.jsonl",
+                cost_repeats=3 if quick else 9, kind="demo", store=run_store, threads=threads,
+                extra={"domain": domain},
+            )  # fmt: skip
+            results[domain], matches[domain] = _bench(cfg, out, domain)
 
     rows = [row for d, r in results.items() for row in _rows(d, r, matches[d])]
     legal = [r for r in rows if r["domain"] == "legal" and r["speedup_measured"] is not None]
@@ -178,14 +177,17 @@ def demo(
     if best_legal is not None:
         console.print(f"\n[bold]tune[/] k sweep for {best_legal['draft']} on legal text")
         ks = [1, 2, 3] if quick else [1, 2, 3, 4, 6, 8]
-        cfg = BenchConfig(
-            target=target, drafts=[bundled_model(best_legal["draft"], models)],
-            prompts=bundled_prompts("legal"),
-            k=ks, max_tokens=32 if quick else 64, limit=6 if quick else 40,
-            json_out=out / "tune-legal.json", cost_repeats=3 if quick else 9, kind="tune", store=run_store,
-            threads=threads,
-        )  # fmt: skip
-        tune_result = execute_tune(cfg, k_max=max(ks), holdout=None if quick else 3, quiet=True)
+        with measure_errors():
+            cfg = MeasureConfig(
+                target=target, drafts=[bundled_model(best_legal["draft"], models)],
+                prompts=bundled_prompts("legal"),
+                k=ks, max_tokens=32 if quick else 64, limit=6 if quick else 40,
+                json_out=out / "tune-legal.json", cost_repeats=3 if quick else 9, kind="tune",
+                store=run_store, threads=threads,
+            )  # fmt: skip
+            outcome = run_tune(cfg, RichReporter(quiet=True), k_max=max(ks), holdout=None if quick else 3)
+        end(outcome)
+        tune_result = outcome.result
     roi = _roi(best_legal["speedup_measured"] if best_legal else None)
     write_json_atomic(out / "roi.json", roi)
     summary = summarize_demo(rows, results, tune_result, roi, quick=quick)

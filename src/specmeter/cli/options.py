@@ -1,136 +1,137 @@
-"""Options shared by the measuring commands (bench, tune, select), defined once.
+"""The options every measuring command shares (bench, tune, select), defined once with the core's defaults.
 
-Each alias is an ``Annotated`` type typer reads as an option; a command lists them with its own defaults and
-hands its locals to :func:`measure_config`, which validates them and builds the ``BenchConfig``.
+:func:`measuring_command` gives a command these options on top of its own: typer sees one signature
+(``--target`` and ``--prompts`` first, then the command's own options, then the shared rest), and the
+command receives the shared values as one ``options`` dict, which :func:`measure_config` turns into a
+validated :class:`~specmeter.measuring.config.MeasureConfig`. Defaults are read from ``MeasureConfig`` and
+``VllmOptions``, never restated here or in a command.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from specmeter.cli.common import fail, resolve_store
+from specmeter.cli.common import measure_errors, resolve_store
+from specmeter.measuring.config import MeasureConfig, VllmOptions
 
-if TYPE_CHECKING:  # cli.bench imports this module for its own options
-    from specmeter.cli.bench import BenchConfig
+__all__ = ["measure_config", "measuring_command"]
 
-Target = Annotated[Path, typer.Option("--target", help="Target model directory (Hugging Face format).")]
-Prompts = Annotated[
-    Path, typer.Option("--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl.")
-]
-Temperature = Annotated[float, typer.Option("--temperature", help="0 = greedy (exact-match verification).")]
-TopP = Annotated[float, typer.Option("--top-p", help="Nucleus filtering applied to target and draft alike.")]
-MaxTokens = Annotated[
-    int, typer.Option("--max-tokens", help="Output tokens per request (unless the prompt says).")
-]
-Limit = Annotated[int | None, typer.Option("--limit", help="Only the first N prompts.")]
-Seed = Annotated[int, typer.Option("--seed", help="Seed for sampling (and the bootstrap).")]
-JsonOut = Annotated[Path | None, typer.Option("--json", help="Write the whole result as JSON.")]
-CsvOut = Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per request.")]
-LogOut = Annotated[
-    Path | None, typer.Option("--log", help="Per-request JSONL log (tokens, latency, accepted).")
-]
-Dtype = Annotated[str, typer.Option("--dtype", help="auto, float32, bfloat16 or float16.")]
-Device = Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:N.")]
-Implementation = Annotated[
-    str, typer.Option("--implementation", help="auto, native (Llama family) or transformers.")
-]
-TrustRemoteCode = Annotated[bool, typer.Option("--trust-remote-code", help="Allow custom model code.")]
-CostRepeats = Annotated[int, typer.Option("--cost-repeats", help="Repeats per point of the cost curve.")]
-Threads = Annotated[
-    int | None,
-    typer.Option(
-        "--threads", help="CPU threads for torch (default: torch's choice; 1 is steadier on shared hosts)."
-    ),
-]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no tables.")]
-Store = Annotated[
-    Path | None,
-    typer.Option(
-        "--store", help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir)."
-    ),
-]
-NoStore = Annotated[bool, typer.Option("--no-store", help="Do not record this run in the run store.")]
-Backend = Annotated[
-    str, typer.Option("--backend", help="native (specmeter's engine) or vllm (vLLM's offline engine).")
-]
-SpecMethod = Annotated[
-    str,
-    typer.Option(
-        "--method", help="vLLM speculative method: draft_model, ngram, eagle, eagle3 or mtp (--backend vllm)."
-    ),
-]
-TensorParallel = Annotated[
-    int, typer.Option("--tensor-parallel-size", "--tp", help="vLLM tensor parallel size (--backend vllm).")
-]
-MaxModelLen = Annotated[
-    int | None,
-    typer.Option("--max-model-len", help="vLLM context length (default: what the workload needs)."),
-]
-GpuMemory = Annotated[
-    float,
-    typer.Option("--gpu-memory-utilization", help="Share of accelerator memory vLLM may take (0-1]."),
-]
-EnforceEager = Annotated[
-    bool, typer.Option("--enforce-eager", help="vLLM without torch.compile and CUDA graphs (fast start).")
-]
+_C, _V = MeasureConfig, VllmOptions
 
-# Options that map one-to-one onto BenchConfig fields.
-_FIELDS = (
+# (parameter name, typer annotation, default); the name is the MeasureConfig/VllmOptions field where one is.
+_Shared = tuple[str, Any, Any]
+_REQUIRED = inspect.Parameter.empty
+
+
+def _option(name: str, kind: Any, *decls: str, help: str, default: Any = _REQUIRED) -> _Shared:
+    return name, Annotated[kind, typer.Option(*decls, help=help)], default  # type: ignore[valid-type]
+
+
+_HEAD = (
+    _option("target", Path, "--target", help="Target model directory (Hugging Face format)."),
+    _option("prompts", Path, "--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl."),
+)
+_TAIL = (
+    _option("temperature", float, "--temperature", help="0 = greedy (exact-match verification).",
+            default=_C.temperature),
+    _option("top_p", float, "--top-p", help="Nucleus filtering applied to target and draft alike.",
+            default=_C.top_p),
+    _option("max_tokens", int, "--max-tokens", help="Output tokens per request (unless the prompt says).",
+            default=_C.max_tokens),
+    _option("limit", int | None, "--limit", help="Only the first N prompts.", default=_C.limit),
+    _option("seed", int, "--seed", help="Seed for sampling (and the bootstrap).", default=_C.seed),
+    _option("json_out", Path | None, "--json", help="Write the whole result as JSON.", default=_C.json_out),
+    _option("csv_out", Path | None, "--csv", help="Write one CSV row per request.", default=_C.csv_out),
+    _option("log_out", Path | None, "--log", help="Per-request JSONL log (tokens, latency, accepted).",
+            default=_C.log_out),
+    _option("dtype", str, "--dtype", help="auto, float32, bfloat16 or float16.", default=_C.dtype),
+    _option("device", str, "--device", help="auto, cpu, cuda or cuda:N.", default=_C.device),
+    _option("implementation", str, "--implementation", help="auto, native (Llama family) or transformers.",
+            default=_C.implementation),
+    _option("trust_remote_code", bool, "--trust-remote-code", help="Allow custom model code.",
+            default=_C.trust_remote_code),
+    _option("cost_repeats", int, "--cost-repeats", help="Repeats per point of the cost curve.",
+            default=_C.cost_repeats),
+    _option("threads", int | None, "--threads",
+            help="CPU threads for torch (default: torch's choice; 1 is steadier on shared hosts).",
+            default=_C.threads),
+    _option("quiet", bool, "--quiet", "-q", help="No progress bar and no tables.", default=False),
+    _option("store", Path | None, "--store",
+            help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
+            default=None),
+    _option("no_store", bool, "--no-store", help="Do not record this run in the run store.", default=False),
+)  # fmt: skip
+_VLLM = (
+    _option("backend", str, "--backend", help="native (specmeter's engine) or vllm (vLLM's offline engine).",
+            default=_C.backend),
+    _option("method", str, "--method",
+            help="vLLM speculative method: draft_model, ngram, eagle, eagle3 or mtp (--backend vllm).",
+            default=_V.method),
+    _option("tensor_parallel_size", int, "--tensor-parallel-size", "--tp",
+            help="vLLM tensor parallel size (--backend vllm).", default=_V.tensor_parallel_size),
+    _option("max_model_len", int | None, "--max-model-len",
+            help="vLLM context length (default: what the workload needs).", default=_V.max_model_len),
+    _option("gpu_memory_utilization", float, "--gpu-memory-utilization",
+            help="Share of accelerator memory vLLM may take (0-1].", default=_V.gpu_memory_utilization),
+    _option("enforce_eager", bool, "--enforce-eager",
+            help="vLLM without torch.compile and CUDA graphs (fast start).", default=_V.enforce_eager),
+)  # fmt: skip
+
+_CONFIG_FIELDS = (
     "target", "prompts", "temperature", "top_p", "max_tokens", "limit", "seed", "json_out", "csv_out",
     "log_out", "dtype", "device", "implementation", "trust_remote_code", "cost_repeats", "threads",
 )  # fmt: skip
+_VLLM_FIELDS = ("method", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager")
 
 
-def measure_config(options: dict[str, Any], **fields: Any) -> BenchConfig:
-    """A BenchConfig from a command's locals (the shared options) plus its own ``fields``."""
-    if options["implementation"] not in ("auto", "native", "transformers"):
-        fail(f"--implementation: {options['implementation']!r} is not one of auto, native, transformers")
-    if options["cost_repeats"] < 1:
-        fail("--cost-repeats must be >= 1")
-    from specmeter.cli.bench import BenchConfig
-
-    shared = {name: options[name] for name in _FIELDS}
-    backend = options.get("backend", "native")
-    if backend not in ("native", "vllm"):
-        fail(f"--backend: {backend!r} is not one of native, vllm")
-    vllm: dict[str, Any] | None = None
-    if backend == "vllm":
-        vllm = vllm_options(options)
-    elif options.get("method", "draft_model") != "draft_model":
-        fail("--method: only --backend vllm runs ngram, eagle, eagle3 or mtp proposers")
-    if backend == "native" and not fields.get("drafts"):
-        fail("--draft: give at least one draft model directory")
-    store = resolve_store(options["store"], options["no_store"])
-    return BenchConfig(**shared, store=store, backend=backend, vllm=vllm, **fields)
+def _parameter(shared: _Shared) -> inspect.Parameter:
+    name, annotation, default = shared
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def vllm_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The vLLM engine settings from a command's options, validated (VllmSettings' fields)."""
-    from specmeter.engine.vllm_backend import METHODS
+def measuring_command(*, vllm: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command the shared options (and the vLLM ones with ``vllm``); it receives them as ``options``.
 
-    method = options["method"]
-    if method not in METHODS:
-        fail(f"--method: {method!r} is not one of {', '.join(METHODS)}")
-    if options["tensor_parallel_size"] < 1:
-        fail("--tensor-parallel-size must be >= 1")
-    if not 0 < options["gpu_memory_utilization"] <= 1:
-        fail("--gpu-memory-utilization must be in (0, 1]")
-    if options["max_model_len"] is not None and options["max_model_len"] < 2:
-        fail("--max-model-len must be >= 2")
-    if options["implementation"] != "auto" or options["device"] != "auto":
-        fail("--implementation/--device: not used with --backend vllm (vLLM picks its own device)")
-    if options["dtype"] not in ("auto", "float32", "bfloat16", "float16"):
-        fail(f"--dtype: {options['dtype']!r} is not one of auto, float32, bfloat16, float16")
-    return {
-        "method": method,
-        "tensor_parallel_size": options["tensor_parallel_size"],
-        "dtype": options["dtype"],
-        "max_model_len": options["max_model_len"],
-        "gpu_memory_utilization": options["gpu_memory_utilization"],
-        "enforce_eager": options["enforce_eager"],
-        "seed": options["seed"],
-        "trust_remote_code": options["trust_remote_code"],
-    }
+    The command declares only its own options plus a keyword-only ``options: dict[str, Any]`` parameter.
+    """
+
+    def wrap(command: Callable[..., None]) -> Callable[..., None]:
+        own = inspect.signature(command, eval_str=True).parameters.values()
+        shared = (*_HEAD, *_TAIL, *(_VLLM if vllm else ()))
+        names = {s[0] for s in shared}
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> None:
+            options = {name: kwargs.pop(name) for name in names}
+            command(**kwargs, options=options)
+
+        params = [
+            *map(_parameter, _HEAD),
+            *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own if p.name != "options"),
+            *map(_parameter, (*_TAIL, *(_VLLM if vllm else ()))),
+        ]
+        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        return run
+
+    return wrap
+
+
+def measure_config(options: dict[str, Any], **fields: Any) -> MeasureConfig:
+    """A validated MeasureConfig from the shared options plus a command's own ``fields``; errors exit 2."""
+    with measure_errors():
+        vllm = VllmOptions(**{name: options[name] for name in _VLLM_FIELDS if name in options})
+        return MeasureConfig(
+            **{name: options[name] for name in _CONFIG_FIELDS},
+            store=resolve_store(options["store"], options["no_store"]),
+            backend=options.get("backend", MeasureConfig.backend),
+            vllm=vllm,
+            **fields,
+        )
+    raise AssertionError("unreachable")  # measure_errors() exits on every error

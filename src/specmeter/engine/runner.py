@@ -18,7 +18,7 @@ from specmeter.engine.costs import measure_cost_curve
 from specmeter.engine.loader import LoadedModel
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
-from specmeter.metrics.records import CostCurve, ModelInfo, RequestRecord, RunRecord
+from specmeter.metrics.records import CostCurve, ModelInfo, RequestRecord, RunRecord, run_label
 
 
 class ModelLike(Protocol):
@@ -44,7 +44,7 @@ class Candidate(Generic[M]):
 
     @property
     def label(self) -> str:
-        return f"{self.draft.info.name}@k={self.k}"
+        return run_label(self.draft.info.name, self.k)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,15 @@ from typing import Literal
 
 FinishReason = Literal["eos", "length", "interrupted"]
 
+# The run key of the baseline (no draft) wherever runs are keyed: CSV/JSONL ``run``, the run store's slots,
+# HTML charts, roi and compare.
+BASELINE = "baseline"
+
+
+def run_label(draft: str | None, k: int) -> str:
+    """The key of one run: ``"baseline"`` without a draft, else ``"<draft>@k=<k>"``."""
+    return BASELINE if draft is None else f"{draft}@k={k}"
+
 
 @dataclass(frozen=True)
 class StepRecord:
@@ -117,4 +126,4 @@ class RunRecord:
 
     @property
     def label(self) -> str:
-        return "baseline" if self.draft is None else f"{self.draft.name}@k={self.k}"
+        return run_label(None if self.draft is None else self.draft.name, self.k)

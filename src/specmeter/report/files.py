@@ -30,6 +30,8 @@ from specmeter import __version__
 from specmeter.metrics.records import Emission, ModelInfo, RequestRecord
 
 SCHEMA_VERSION = 1
+# The keys every result file has; a command's own sections (set_section) go beside them.
+_SHARED_KEYS = ("schema_version", "kind", "complete", "run", "baseline", "candidates")
 
 CSV_COLUMNS: tuple[str, ...] = (
     "run",
@@ -167,6 +169,7 @@ class ResultFile:
         self._models: dict[str, Any] = {"target": None, "drafts": {}}
         self._baseline: dict[str, Any] = {"summary": None, "by_category": {}}
         self._candidates: list[dict[str, Any]] = []
+        self._sections: dict[str, Any] = {}
         self._complete = False
 
     @property
@@ -214,6 +217,16 @@ class ResultFile:
             self._candidates.append(entry)
         self.save()
 
+    def set_section(self, name: str, section: Mapping[str, Any] | None) -> None:
+        """A top-level section beside the shared ones (``tune``, ``select``, ``vllm``); None removes it."""
+        if name in _SHARED_KEYS:
+            raise ValueError(f"{name!r} is a shared key of the result file, not a section")
+        if section is None:
+            self._sections.pop(name, None)
+        else:
+            self._sections[name] = section
+        self.save()
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON structure, sanitised (non-finite floats are null)."""
         data: dict[str, Any] = _jsonable(
@@ -229,6 +242,7 @@ class ResultFile:
                 },
                 "baseline": self._baseline,
                 "candidates": self._candidates,
+                **self._sections,
             }
         )
         return data

@@ -10,23 +10,26 @@ totals of specmeter's records.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-
-from specmeter.cli.common import EXIT_INTERRUPTED, console, fail
+from specmeter.measuring.errors import MeasureError, MeasureInterrupted
+from specmeter.measuring.models import draft_names, tokenizer_refusal
+from specmeter.metrics.records import BASELINE
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
-
-    from specmeter.cli.bench import BenchConfig
-    from specmeter.cli.measure import Measurement
+    from specmeter.engine.runner import PreparedPrompt, RunState
     from specmeter.engine.vllm_runner import ModelHandle
+    from specmeter.measuring.config import MeasureConfig
+    from specmeter.measuring.progress import Task
     from specmeter.metrics.records import RequestRecord
+    from specmeter.report.files import ResultFile
+
+__all__ = ["load_handles", "one_line", "run_vllm"]
 
 
-def _handle(path: Path, name: str, cfg: BenchConfig, tokenizer: Any = None) -> ModelHandle:
+def _handle(path: Path, name: str, cfg: MeasureConfig, tokenizer: Any = None) -> ModelHandle:
     """``tokenizer`` given: use it (an EAGLE head ships none and speaks the target's)."""
     import torch
 
@@ -47,7 +50,7 @@ def _handle(path: Path, name: str, cfg: BenchConfig, tokenizer: Any = None) -> M
             tokenizer = load_tokenizer(path, cfg.trust_remote_code)
         weights = read_weights(path)
     except (ModelLoadError, InspectError) as e:
-        fail(str(e))
+        raise MeasureError(str(e)) from None
     stored = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "bfloat16")
     dtype = DTYPES.get(stored.removeprefix("torch.") if cfg.dtype == "auto" else cfg.dtype, torch.bfloat16)
     params = weights.params if weights is not None else 0
@@ -68,7 +71,7 @@ def _proposer(method: str) -> ModelHandle:
     return ModelHandle(None, None, frozenset(), info)
 
 
-def load_handles(cfg: BenchConfig) -> tuple[ModelHandle, list[ModelHandle]]:
+def load_handles(cfg: MeasureConfig) -> tuple[ModelHandle, list[ModelHandle]]:
     """Target and drafts as vLLM will load them; checks vLLM is importable before anything slow."""
     from specmeter.engine.loader import tokenizer_mismatch
     from specmeter.engine.vllm_backend import NEEDS_DRAFT_DIR, VllmUnavailable, import_vllm
@@ -80,47 +83,43 @@ def load_handles(cfg: BenchConfig) -> tuple[ModelHandle, list[ModelHandle]]:
     try:
         import_vllm()
     except VllmUnavailable as e:
-        fail(str(e))
+        raise MeasureError(str(e)) from None
     except KeyboardInterrupt:
-        console.print("[yellow]Interrupted while importing vLLM; nothing was measured.[/]")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    assert cfg.vllm is not None
-    method = cfg.vllm["method"]
+        raise MeasureInterrupted("Interrupted while importing vLLM; nothing was measured.") from None
+    method = cfg.vllm.method
     if method in NEEDS_DRAFT_DIR and not cfg.drafts:
-        fail(f"--draft: --method {method} needs a draft model directory")
+        raise MeasureError(f"--draft: --method {method} needs a draft model directory")
     if method == "ngram" and cfg.drafts:
-        fail("--draft: --method ngram looks drafts up in the prompt; it takes no draft model")
+        raise MeasureError("--draft: --method ngram looks drafts up in the prompt; it takes no draft model")
     target = _handle(cfg.target, cfg.target.name, cfg)
     if not cfg.drafts:
         return target, [_proposer(method)]
-    names = [d.name for d in cfg.drafts]
     drafts = []
-    for path, name in zip(cfg.drafts, names, strict=True):
-        label = name if names.count(name) == 1 and name != cfg.target.name else str(path)
-        d = _handle(path, label, cfg, None if method == "draft_model" else target.tokenizer)
+    for path, name in zip(cfg.drafts, draft_names(cfg.target, cfg.drafts), strict=True):
+        d = _handle(path, name, cfg, None if method == "draft_model" else target.tokenizer)
         if method == "draft_model":
             reason = tokenizer_mismatch(target.tokenizer, d.tokenizer)
             if reason:
-                fail(f"draft {path}: its tokenizer differs from the target's: {reason}")
+                raise tokenizer_refusal(path, reason)
         drafts.append(d)
     return target, drafts
 
 
 def run_vllm(
-    cfg: BenchConfig,
-    m: Measurement,
-    on_record: Any,
-    progress: Progress,
-    task: TaskID,
+    cfg: MeasureConfig,
+    state: RunState[ModelHandle],
+    prompts: list[PreparedPrompt],
+    result: ResultFile,
+    on_record: Callable[[int | None, RequestRecord], None],
+    task: Task,
 ) -> None:
     """Every run through vLLM; the ``vllm`` section is saved after each run so nothing finished is lost."""
     from specmeter.engine.vllm_backend import VllmSettings, import_vllm
     from specmeter.engine.vllm_runner import run_sequential
 
-    assert cfg.vllm is not None
-    settings = VllmSettings(**cfg.vllm)
-    runs = len(m.state.candidates) + 1
-    progress.update(task, total=runs * len(m.prompts))
+    settings = VllmSettings(**cfg.vllm_settings())
+    runs = len(state.candidates) + 1
+    task.update(total=runs * len(prompts))
     section: dict[str, Any] = {
         "version": str(getattr(import_vllm(), "__version__", "unknown")),
         "schedule": "sequential: one engine per run (baseline first), each warmed up on one short request",
@@ -129,29 +128,29 @@ def run_vllm(
     }
 
     def started(label: str) -> None:
-        progress.update(task, description=f"vLLM: {label} (starting the engine)")
+        task.update(description=f"vLLM: {label} (starting the engine)")
 
     def done(label: str, reconciled: dict[str, Any]) -> None:
         section["runs"][label] = reconciled
-        m.result.set_extra("vllm", section)
+        result.set_section("vllm", section)
 
     def recorded(slot: int | None, rec: RequestRecord) -> None:
-        label = "baseline" if slot is None else m.state.candidates[slot].label
-        progress.update(task, description=f"vLLM: {label}")
+        label = BASELINE if slot is None else state.candidates[slot].label
+        task.update(description=f"vLLM: {label}")
         on_record(slot, rec)
 
-    m.result.set_extra("vllm", section)
+    result.set_section("vllm", section)
     try:
         run_sequential(
-            m.state, m.prompts, settings, seed=cfg.seed, on_record=recorded,
-            on_request_done=lambda: progress.advance(task), on_run_start=started, on_run_done=done,
+            state, prompts, settings, seed=cfg.seed, on_record=recorded,
+            on_request_done=task.advance, on_run_start=started, on_run_done=done,
         )  # fmt: skip
     except (ValueError, RuntimeError, OSError) as e:
         # vLLM refuses configurations with exceptions of these types (unsupported model, too little memory).
-        fail(f"vLLM could not run {cfg.target}: {_one_line(e)}")
+        raise MeasureError(f"vLLM could not run {cfg.target}: {one_line(e)}") from None
 
 
-def _one_line(e: Exception) -> str:
+def one_line(e: Exception) -> str:
     """vLLM's message on one line; a pydantic error's header ("1 validation error for X") says nothing."""
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     if not lines:

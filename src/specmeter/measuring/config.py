@@ -1,0 +1,195 @@
+"""What a measuring run is asked to do, validated once, when the config is built.
+
+:class:`MeasureConfig` is the whole request of ``bench``, ``tune``, ``select`` and ``demo``; every field is
+checked in ``__post_init__`` and a bad one raises :class:`~specmeter.measuring.errors.MeasureError` naming
+the CLI option it comes from (``--max-tokens``), so the same message serves the command line and a library
+caller (the option is the field's name with dashes). The class attributes are the commands' defaults: the
+CLI reads them from here instead of restating them.
+
+Nothing here imports torch; the vLLM option checks import the vLLM backend's method list only when
+``backend="vllm"``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specmeter.measuring.errors import MeasureError
+from specmeter.measuring.outputs import check_output_paths
+
+__all__ = [
+    "BACKENDS",
+    "BENCH_K",
+    "DTYPES",
+    "IMPLEMENTATIONS",
+    "SELECT_K",
+    "TUNE_K_MAX",
+    "MeasureConfig",
+    "VllmOptions",
+]
+
+BACKENDS = ("native", "vllm")
+IMPLEMENTATIONS = ("auto", "native", "transformers")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+# The devices torch names: "auto" picks CUDA when it is there, else the CPU.
+_DEVICE = re.compile(r"auto|cpu|(cuda|mps|xpu)(:\d+)?")
+
+# Draft lengths each command tries when none are given.
+BENCH_K = (4,)
+SELECT_K = (1, 2, 4)
+TUNE_K_MAX = 8
+
+
+def _one_of(option: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise MeasureError(f"{option}: {value!r} is not one of {', '.join(choices)}")
+
+
+def _at_least(option: str, value: int | None, low: int) -> None:
+    if value is not None and value < low:
+        raise MeasureError(f"{option} must be >= {low}, got {value}")
+
+
+@dataclass(frozen=True)
+class VllmOptions:
+    """The vLLM engine settings of ``--backend vllm`` (meaning as vLLM's own flags)."""
+
+    method: str = "draft_model"
+    tensor_parallel_size: int = 1
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+    enforce_eager: bool = False
+
+    def check(self) -> None:
+        """Validate for a vLLM run (a native run only checks that ``method`` is left alone)."""
+        from specmeter.engine.vllm_backend import METHODS
+
+        _one_of("--method", self.method, METHODS)
+        _at_least("--tensor-parallel-size", self.tensor_parallel_size, 1)
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise MeasureError(
+                f"--gpu-memory-utilization must be in (0, 1], got {self.gpu_memory_utilization:g}"
+            )
+        _at_least("--max-model-len", self.max_model_len, 2)
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """Baseline plus every (draft, k) over a golden set; the class attributes are the defaults."""
+
+    target: Path
+    prompts: Path
+    drafts: Sequence[Path] = ()
+    k: Sequence[int] = BENCH_K
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 128
+    limit: int | None = None
+    seed: int = 0
+    json_out: Path | None = None
+    csv_out: Path | None = None
+    log_out: Path | None = None
+    dtype: str = "auto"
+    device: str = "auto"
+    implementation: str = "auto"
+    trust_remote_code: bool = False
+    cost_repeats: int = 9
+    threads: int | None = None  # torch CPU threads; None keeps torch's default
+    kind: str = "bench"  # the result file's kind; tune/select/demo also name their section with it
+    store: Path | None = None  # run store (SQLite) to record the run in; None records nothing
+    backend: str = "native"
+    vllm: VllmOptions = field(default_factory=VllmOptions)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more run.config keys (tune's k_max, ...)
+
+    def __post_init__(self) -> None:
+        # Normalise containers so a frozen config cannot change under the run.
+        object.__setattr__(self, "drafts", tuple(Path(d) for d in self.drafts))
+        object.__setattr__(self, "extra", dict(self.extra))
+        self._check_engine()
+        self._check_sampling()
+        ks = tuple(self.k)
+        if not ks:
+            raise MeasureError("--k: give at least one draft length")
+        for k in ks:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise MeasureError(f"--k: {k!r} is not a positive integer")
+        object.__setattr__(self, "k", tuple(sorted(set(ks))))
+        _at_least("--max-tokens", self.max_tokens, 1)
+        _at_least("--limit", self.limit, 1)
+        _at_least("--cost-repeats", self.cost_repeats, 1)
+        _at_least("--threads", self.threads, 1)
+        check_output_paths(self.outputs, self.inputs)
+
+    def _check_engine(self) -> None:
+        _one_of("--implementation", self.implementation, IMPLEMENTATIONS)
+        _one_of("--backend", self.backend, BACKENDS)
+        if self.backend == "vllm":
+            self.vllm.check()
+            if self.implementation != "auto" or self.device != "auto":
+                raise MeasureError(
+                    "--implementation/--device: not used with --backend vllm (vLLM picks its own device)"
+                )
+        else:
+            if self.vllm.method != VllmOptions.method:
+                raise MeasureError("--method: only --backend vllm runs ngram, eagle, eagle3 or mtp proposers")
+            if not self.drafts:
+                raise MeasureError("--draft: give at least one draft model directory")
+        _one_of("--dtype", self.dtype, DTYPES)
+        if not _DEVICE.fullmatch(self.device):
+            raise MeasureError(f"--device: {self.device!r} is not auto, cpu, cuda or cuda:N")
+
+    def _check_sampling(self) -> None:
+        t, p = self.temperature, self.top_p
+        if not (math.isfinite(t) and t >= 0):
+            raise MeasureError(f"--temperature: temperature must be >= 0 and finite, got {t:g}")
+        if not 0 < p <= 1:  # NaN fails too
+            raise MeasureError(f"--top-p: top_p must be in (0, 1], got {p:g}")
+
+    @property
+    def inputs(self) -> dict[str, Path | Sequence[Path] | None]:
+        return {"--target": self.target, "--draft": self.drafts, "--prompts": self.prompts}
+
+    @property
+    def outputs(self) -> dict[str, Path | None]:
+        return {"--json": self.json_out, "--csv": self.csv_out, "--log": self.log_out, "--store": self.store}
+
+    def vllm_settings(self) -> dict[str, Any]:
+        """``engine.vllm_backend.VllmSettings`` fields for this run."""
+        v = self.vllm
+        return {
+            "method": v.method,
+            "tensor_parallel_size": v.tensor_parallel_size,
+            "dtype": self.dtype,
+            "max_model_len": v.max_model_len,
+            "gpu_memory_utilization": v.gpu_memory_utilization,
+            "enforce_eager": v.enforce_eager,
+            "seed": self.seed,
+            "trust_remote_code": self.trust_remote_code,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``run.config`` object of the result file (docs/results.md)."""
+        vllm = {k: v for k, v in self.vllm_settings().items() if k != "seed"}
+        return {
+            "target": str(self.target),
+            "drafts": [str(d) for d in self.drafts],
+            "prompts": str(self.prompts),
+            "k": list(self.k),
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "limit": self.limit,
+            "seed": self.seed,
+            "dtype": self.dtype,
+            "device": self.device,
+            "implementation": self.implementation,
+            "threads": self.threads,
+            "backend": self.backend,
+            **({"vllm": vllm} if self.backend == "vllm" else {}),
+            **self.extra,
+        }

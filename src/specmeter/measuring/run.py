@@ -1,0 +1,203 @@
+"""The measuring core: baseline and every (draft, k) over a golden set, from models to result file.
+
+:func:`run_candidates` loads the models (``measuring.models``; for ``--backend vllm`` handles only,
+``measuring.vllm``), prepares the prompts, measures the cost curve, then runs the baseline and every
+candidate — interleaved prompt by prompt natively (``engine.runner``), one engine per run with vLLM —
+streaming each request to CSV/JSONL and the run store the moment it exists, and summarises into the result
+file. :func:`close` is the one ending every measuring command shares.
+
+Durability: the JSON exists (``complete: false``) from the moment the models are known, the run store
+holds the run as partial from the start, and Ctrl-C during the runs keeps everything finished so far; the
+run is then closed as partial with exit code 130.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_OK, MeasureError
+from specmeter.metrics.records import BASELINE, RequestRecord, run_label
+
+if TYPE_CHECKING:
+    from specmeter.engine.runner import ModelLike, PreparedPrompt, RunState
+    from specmeter.measuring.config import MeasureConfig
+    from specmeter.measuring.progress import Reporter
+    from specmeter.report.files import ResultFile
+    from specmeter.store import RunRecorder
+
+__all__ = ["Measurement", "Outcome", "close", "run_candidates"]
+
+Measure = Callable[["RunState[Any]", Sequence[int]], None]
+
+
+@dataclass
+class Measurement:
+    """A run in progress or done: what was loaded, the records so far, and where they are written."""
+
+    cfg: MeasureConfig
+    target: ModelLike
+    drafts: list[Any]  # LoadedModel (native) or ModelHandle (vLLM)
+    prompts: list[PreparedPrompt]
+    state: RunState[Any]
+    result: ResultFile
+    recorder: RunRecorder
+    reporter: Reporter
+    interrupted: bool = False
+
+    def records(self) -> dict[str, list[RequestRecord]]:
+        """Every run's records so far, keyed by run label (``baseline``, ``draft@k=4``)."""
+        out = {BASELINE: list(self.state.baseline)}
+        for i, c in enumerate(self.state.candidates):
+            out[c.label] = list(self.state.per_candidate.get(i, []))
+        return out
+
+    def progress_text(self) -> str:
+        """How far the runs got: prompts (interleaved) or requests (vLLM runs one after another)."""
+        s, n = self.state, len(self.prompts)
+        if s.per_candidate and len(s.baseline) == n:
+            finished = len(s.baseline) + sum(len(r) for r in s.per_candidate.values())
+            return f"{finished} of {n * (len(s.candidates) + 1)} requests"
+        return f"{len(s.baseline)} of {n} prompts"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result dict as written, and the exit code a command should end with (0, or 130 interrupted)."""
+
+    result: dict[str, Any]
+    exit_code: int
+
+
+def measure_costs_for(cfg: MeasureConfig) -> Measure:
+    """bench's and select's cost curve: the target up to max k + 1, t_D(1) per draft."""
+
+    def measure(state: RunState[Any], context: Sequence[int]) -> None:
+        from specmeter.engine.runner import measure_costs
+
+        measure_costs(state, context, repeats=cfg.cost_repeats)
+
+    return measure
+
+
+def run_candidates(
+    cfg: MeasureConfig,
+    reporter: Reporter,
+    *,
+    measure: Measure | None = None,
+    on_costs: Callable[[Measurement], None] | None = None,
+    after_runs: Callable[[Measurement], None] | None = None,
+) -> Measurement:
+    """Every (draft, k) of ``cfg`` plus the baseline over the prompts; summaries in the result file.
+
+    ``measure(state, context_ids)`` fills ``state.cost_curves`` (default: :func:`measure_costs_for`);
+    ``on_costs`` runs right after it, so a caller can put the curve on disk before the long part starts.
+    With ``--backend vllm`` neither runs (vLLM exposes no forward timings); ``after_runs`` runs before the
+    summaries, where a curve can be derived. Raises MeasureError before anything is measured; Ctrl-C during
+    the runs sets ``interrupted`` and returns what was measured.
+    """
+    from specmeter.engine.runner import Candidate, RunState, run_interleaved
+    from specmeter.engine.sampling import SamplingParams
+    from specmeter.measuring.models import load_models
+    from specmeter.measuring.prompts import prepare_prompts
+    from specmeter.report.files import RequestSink, ResultFile
+    from specmeter.store import RunRecorder, StoreError
+
+    if cfg.threads is not None:
+        import torch
+
+        torch.set_num_threads(cfg.threads)
+    vllm = cfg.backend == "vllm"
+    target: Any
+    drafts: list[Any]
+    if vllm:
+        from specmeter.measuring.vllm import load_handles
+
+        target, drafts = load_handles(cfg)
+    else:
+        target, drafts = load_models(cfg)
+    prompts = prepare_prompts(cfg, target)
+    candidates: list[Candidate[Any]] = [Candidate(d, k) for d in drafts for k in cfg.k]
+    params = SamplingParams(cfg.temperature, cfg.top_p)  # the config checked both
+    state: RunState[Any] = RunState(target=target, candidates=candidates, params=params)
+    result = ResultFile(cfg.json_out, kind=cfg.kind, config=cfg.as_dict())
+    result.set_models(target.info, {d.info.name: d.info for d in drafts})
+    try:  # a partial run from here on; it becomes complete only in close()
+        recorder = RunRecorder.start(cfg.store, result.to_dict())
+    except StoreError as e:
+        raise MeasureError(f"--store: {e}") from None
+    m = Measurement(cfg, target, drafts, prompts, state, result, recorder, reporter)
+    if not vllm:
+        with reporter.status("measuring the cost curve t_T(n) and t_D(1) on warm caches…"):
+            (measure or measure_costs_for(cfg))(state, prompts[0].ids)
+        if on_costs is not None:
+            on_costs(m)
+
+    with RequestSink(cfg.csv_out, cfg.log_out) as sink:
+
+        def on_record(slot: int | None, rec: RequestRecord) -> None:
+            c = None if slot is None else candidates[slot]
+            name, k = (None, 0) if c is None else (c.draft.info.name, c.k)
+            label = run_label(name, k)
+            sink.write(label, name, k, rec)
+            recorder.add_request(label, name, k, rec)
+
+        with reporter.task(f"{len(candidates) + 1} runs × prompts", len(prompts)) as task:
+            try:
+                if vllm:
+                    from specmeter.measuring.vllm import run_vllm
+
+                    run_vllm(cfg, state, prompts, result, on_record, task)
+                else:
+                    run_interleaved(
+                        state, prompts, seed=cfg.seed, on_record=on_record,
+                        on_prompt_done=lambda n: task.advance(),
+                    )  # fmt: skip
+            except KeyboardInterrupt:
+                m.interrupted = True
+    if after_runs is not None:
+        after_runs(m)
+    summarize_into(m)
+    return m
+
+
+def summarize_into(m: Measurement) -> None:
+    """The baseline's and every candidate's summaries (overall and per category) into the result file."""
+    from specmeter.metrics import summarize, summarize_by_category
+
+    base_run = m.state.baseline_run()
+    m.result.set_baseline(summarize(base_run, None), summarize_by_category(base_run, None))
+    for i, c in enumerate(m.state.candidates):
+        run = m.state.candidate_run(i)
+        m.result.add_candidate(
+            c.draft.info.name, c.k, summarize(run, base_run), summarize_by_category(run, base_run)
+        )
+
+
+def close(
+    m: Measurement,
+    section: dict[str, Any] | None = None,
+    *,
+    render: Callable[[dict[str, Any]], None] | None = None,
+) -> Outcome:
+    """The ending every measuring command shares.
+
+    Stores ``section`` (the command's own part, under ``cfg.kind``), marks the result file and the store's
+    run complete unless interrupted, hands the result to ``render``, says where the run was recorded, and
+    returns the exit code: 0, or 130 after an interruption (saying how far it got).
+    """
+    if section is not None:
+        m.result.set_section(m.cfg.kind, section)
+    if not m.interrupted:
+        m.result.finish()
+    out = m.result.to_dict()
+    m.recorder.finish(out, complete=not m.interrupted)
+    if render is not None:
+        render(out)
+    if m.recorder.recorded:
+        m.reporter.note(f"Recorded as run {m.recorder.run_id} in {m.recorder.path}")
+    if not m.interrupted:
+        return Outcome(out, EXIT_OK)
+    m.reporter.warn(f"Interrupted after {m.progress_text()}; everything finished so far is on disk.")
+    return Outcome(out, EXIT_INTERRUPTED)

@@ -1,0 +1,49 @@
+"""``select``: every draft at every k, ranked by traffic-weighted measured speedup for a traffic mix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from specmeter.measuring.errors import MeasureError
+from specmeter.measuring.run import Outcome, close, run_candidates
+
+if TYPE_CHECKING:
+    from specmeter.measuring.config import MeasureConfig
+    from specmeter.measuring.progress import Reporter
+
+__all__ = ["check_mix", "run_select"]
+
+
+def check_mix(mix: str | None, prompts: Path, limit: int | None) -> dict[str, float] | None:
+    """Parse ``--mix`` and match it against the workload's categories, before any model is loaded."""
+    if mix is None:
+        return None
+    from specmeter.selection.mix import MixError, assign_domains, parse_mix
+    from specmeter.workloads import WorkloadError, load_workload
+
+    try:
+        weights = parse_mix(mix)
+        workload = load_workload(prompts)
+        if limit is not None and limit >= 1:
+            workload = workload.limit(limit)
+        assign_domains(workload.categories, weights)
+    except (MixError, WorkloadError) as e:
+        raise MeasureError(str(e)) from None
+    return weights
+
+
+def run_select(
+    cfg: MeasureConfig,
+    reporter: Reporter,
+    mix: dict[str, float] | None,
+    *,
+    render: Callable[[dict[str, Any]], None] | None = None,
+) -> Outcome:
+    """Measure every candidate, rank them (``selection.select``) into the ``select`` section, close."""
+    from specmeter.selection.select import analyse_select
+
+    m = run_candidates(cfg, reporter)
+    runs = [m.state.candidate_run(i) for i in range(len(m.state.candidates))]
+    return close(m, analyse_select(m.state.baseline_run(), runs, mix, seed=cfg.seed), render=render)

@@ -1,0 +1,96 @@
+"""check_output_paths: outputs never overwrite inputs or each other, and can be written, before any run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from specmeter.measuring import MeasureError, check_output_paths
+
+
+def problems(outputs: dict[str, object], inputs: dict[str, object] | None = None) -> list[str]:
+    try:
+        check_output_paths(outputs, inputs)  # type: ignore[arg-type]
+    except MeasureError as e:
+        return e.lines
+    return []
+
+
+def test_good_outputs_pass_and_none_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "old.json").write_text("{}")  # an existing output file is overwritten: that is its job
+    assert (
+        problems({"--json": tmp_path / "old.json", "--csv": None, "--log": tmp_path / "new" / "r.jsonl"})
+        == []
+    )
+
+
+def test_output_equal_to_an_input(tmp_path: Path) -> None:
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("{}\n")
+    out = problems({"--csv": golden}, {"--prompts": golden})
+    assert out == [f"--csv: {golden} is --prompts ({golden}); an output never overwrites an input"]
+
+
+def test_other_spellings_and_links_of_an_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("{}\n")
+    (tmp_path / "link.jsonl").symlink_to(golden)
+    os.link(golden, tmp_path / "hard.jsonl")
+    monkeypatch.chdir(tmp_path)
+    for spelling in (Path("golden.jsonl"), tmp_path / "sub" / ".." / "golden.jsonl", tmp_path / "link.jsonl"):
+        assert len(problems({"--json": spelling}, {"--prompts": golden})) == 1, spelling
+    assert len(problems({"--json": tmp_path / "hard.jsonl"}, {"--prompts": golden})) == 1
+
+
+def test_output_inside_a_list_of_inputs(tmp_path: Path) -> None:
+    drafts = [tmp_path / "a", tmp_path / "b"]
+    for d in drafts:
+        d.mkdir()
+    out = problems({"--json": tmp_path / "b"}, {"--draft": drafts})
+    assert len(out) == 1 and "is --draft" in out[0]
+
+
+def test_two_outputs_on_one_file(tmp_path: Path) -> None:
+    out = problems({"--json": tmp_path / "r", "--csv": tmp_path / "x", "--log": tmp_path / "r"})
+    assert out == [f"--log: {tmp_path / 'r'} is also --json; every output needs its own file"]
+
+
+def test_directory_and_file_in_the_way(tmp_path: Path) -> None:
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("")
+    out = problems({"--json": tmp_path / "dir", "--csv": tmp_path / "file" / "r.csv"})
+    assert out == [
+        f"--json: {tmp_path / 'dir'} is a directory; give a file path",
+        f"--csv: cannot write {tmp_path / 'file' / 'r.csv'}: {tmp_path / 'file'} is not a directory",
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_unwritable_parent(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        out = problems({"--json": locked / "new" / "r.json"})
+    finally:
+        locked.chmod(0o700)
+    assert out == [
+        f"--json: cannot write {locked / 'new' / 'r.json'}: no permission to create files in {locked}"
+    ]
+
+
+def test_unwritable_parent_as_any_user_sees_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # root may write anywhere, so the permission is simulated: the check asks os.access, as the OS would.
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "old.json").write_text("{}")
+    monkeypatch.setattr(
+        "specmeter.measuring.outputs.os.access",
+        lambda path, mode: Path(path) != locked and Path(path).parent != locked,
+    )
+    assert problems({"--json": locked / "new" / "r.json", "--csv": locked / "old.json"}) == [
+        f"--json: cannot write {locked / 'new' / 'r.json'}: no permission to create files in {locked}",
+        f"--csv: cannot write {locked / 'old.json'}: permission denied",
+    ]
