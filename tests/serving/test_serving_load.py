@@ -15,7 +15,8 @@ import pytest
 from serving_fakes import Behaviour, fake_openai, vllm_metrics
 
 from specmeter.serving.app import create_app
-from specmeter.serving.loadgen import LoadConfig, LoadError, LoadRunner, Phase
+from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
+from specmeter.serving.loadreadings import endpoints_for, resolve
 from specmeter.serving.loadrun import execute_load
 from specmeter.serving.local_engine import LocalEngine
 from specmeter.serving.server import ServerThread
@@ -163,10 +164,9 @@ def test_unreachable_endpoint_stops_before_measuring() -> None:
         port = s.getsockname()[1]
 
     async def go() -> None:
+        cfg = LoadConfig(endpoint=f"http://127.0.0.1:{port}", prompts=PROMPTS)
         async with httpx.AsyncClient() as client:
-            await LoadRunner(
-                LoadConfig(endpoint=f"http://127.0.0.1:{port}", prompts=PROMPTS), client
-            ).prepare()
+            await resolve(client, endpoints_for(cfg)[0], cfg)
 
     with pytest.raises(LoadError, match="cannot reach"):
         asyncio.run(go())

@@ -104,7 +104,7 @@ def load(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
 ) -> None:
     """Load-test an OpenAI-compatible server: latency under load, server-side acceptance, E_meas per level."""
-    from specmeter.serving.loadgen import LoadConfig, LoadError, Phase
+    from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
     from specmeter.workloads import WorkloadError, load_workload
 
     if concurrency is not None and rate is not None:

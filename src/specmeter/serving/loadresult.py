@@ -24,7 +24,7 @@ from specmeter.metrics.records import ModelInfo, RunRecord
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.monitoring.adapters import unavailable_metrics
 from specmeter.report.files import ResultFile
-from specmeter.serving.loadgen import PhaseResult, RoleResult
+from specmeter.serving.loadlevel import PhaseResult, RoleResult
 
 __all__ = ["LoadResultFile", "level_entry", "remote_model"]
 
@@ -134,7 +134,7 @@ def _server_block(role: RoleResult, k: int | None) -> tuple[dict[str, Any], Serv
         "per_request": None if from_requests is None else from_requests.as_dict(),
         "used": None if used is None else ("per_request" if used is from_requests else "metrics"),
         "unavailable": list(unavailable_metrics(role.endpoint.kind)),
-        "notes": [n for n in (role.endpoint.metrics_note, *role.scrape_errors) if n],
+        "notes": [n for n in (role.endpoint.metrics_note, *role.readings.scrape_errors) if n],
     }
     return block, used
 

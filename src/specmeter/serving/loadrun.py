@@ -1,7 +1,7 @@
-"""One whole ``load`` run: prepare, warm up, every phase, with results written as they arrive.
+"""One whole ``load`` run: resolve the endpoints, warm up, every level, with results written as they arrive.
 
 Per-request rows go to the CSV/JSONL sinks the moment each request ends; the result JSON is rewritten
-after every phase. When the run is interrupted (Ctrl-C cancels the task), the phase in progress is
+after every level. When the run is interrupted (Ctrl-C cancels the task), the level in progress is
 summarised from its finished requests, the JSON is saved with ``complete: false``, and the cancellation
 goes on — nothing already measured is lost.
 """
@@ -17,7 +17,9 @@ import httpx
 
 from specmeter.report.files import RequestSink
 from specmeter.serving.client import RequestOutcome
-from specmeter.serving.loadgen import LoadConfig, LoadRunner, Phase, PhaseResult, Role
+from specmeter.serving.loadconfig import LoadConfig, Phase, Role
+from specmeter.serving.loadlevel import LevelRunner, PhaseResult, new_phase
+from specmeter.serving.loadreadings import endpoints_for, resolve
 from specmeter.serving.loadresult import LoadResultFile, level_entry
 
 __all__ = ["execute_load"]
@@ -39,44 +41,46 @@ async def execute_load(
     result = LoadResultFile(json_out, kind="load", config=config)
     current: PhaseResult | None = None
     label = cfg.endpoint
-    runner: LoadRunner | None = None
+    runner: LevelRunner | None = None
+
+    def entry(level: PhaseResult) -> dict[str, Any]:
+        return level_entry(level, label=label, k=cfg.k, temperature=cfg.temperature, top_p=cfg.top_p)
+
     try:
         with RequestSink(csv_out, log_out) as sink:
-            runner = LoadRunner(cfg, http)
-            await runner.prepare()
-            spec = runner.endpoints[0]
+            endpoints = endpoints_for(cfg)
+            for ep in endpoints:
+                await resolve(http, ep, cfg)
+            spec = endpoints[0]
             label = f"{spec.model} @ {spec.url}"
             k_hint = cfg.k or spec.positions
 
             def record(phase: Phase, role: Role, outcome: RequestOutcome) -> None:
-                run = f"{role}@{phase.label}"
+                speculative = role == "speculative"
                 sink.write(
-                    run,
-                    label if role == "speculative" else None,
-                    k_hint if role == "speculative" else 0,
+                    f"{role}@{phase.label}",
+                    label if speculative else None,
+                    k_hint if speculative else 0,
                     outcome.record,
                 )
                 if on_request is not None:
                     on_request(phase, role, outcome)
 
-            runner.on_outcome = record
-            await runner.warmup()
+            runner = LevelRunner(cfg, http)
+            for ep in endpoints:
+                await runner.warmup(ep)
             for phase in cfg.phases:
                 if on_phase is not None:
                     on_phase(phase)
-                current = runner.new_phase(phase)
-                await runner.run_phase(phase, current)
+                current = new_phase(phase, endpoints)
+                await runner.run_phase(current, endpoints, record)
                 current.complete = True
-                result.set_level(
-                    level_entry(current, label=label, k=cfg.k, temperature=cfg.temperature, top_p=cfg.top_p)
-                )
+                result.set_level(entry(current))
                 current = None
         result.finish()
     except (asyncio.CancelledError, KeyboardInterrupt):
         if current is not None and any(r.outcomes for r in current.roles.values()):
-            result.set_level(
-                level_entry(current, label=label, k=cfg.k, temperature=cfg.temperature, top_p=cfg.top_p)
-            )
+            result.set_level(entry(current))
         result.save()
         raise
     finally:

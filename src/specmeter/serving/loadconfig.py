@@ -1,0 +1,88 @@
+"""What a ``load`` run is asked to do: the configuration, the load levels and the endpoints under test.
+
+Plain data, no I/O. The load path reads it in one direction (docs/serving.md, "Shape of the load path"):
+``arrivals`` (when requests are sent) → ``loadrequests`` (what is sent) → ``loadloop`` (sending them and
+recording what comes back) → ``loadreadings`` (what the server's own /metrics said around it) →
+``loadlevel`` (one level, both endpoints interleaved) → ``loadresult`` (the level's summary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from specmeter.monitoring.adapters import ServerKind
+from specmeter.workloads.loader import Prompt
+
+__all__ = ["Arrival", "Endpoint", "LoadConfig", "LoadError", "Phase", "Role"]
+
+Role = Literal["speculative", "baseline"]
+Arrival = Literal["poisson", "constant"]
+
+
+class LoadError(RuntimeError):
+    """A problem that stops the run before it measures anything (unreachable endpoint, no model)."""
+
+
+@dataclass
+class Endpoint:
+    """One server under test; ``loadreadings.resolve`` fills in ``model``, ``kind`` and ``positions``."""
+
+    role: Role
+    url: str  # base URL, without /v1
+    metrics: str | None  # /metrics URL, None = do not scrape
+    model: str | None = None
+    kind: ServerKind = "unknown"
+    positions: int = 0  # draft positions the server's metrics reveal (k), 0 = unknown
+    metrics_note: str | None = None  # why server metrics are missing, if they are
+
+    @staticmethod
+    def base(url: str) -> str:
+        url = url.rstrip("/")
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One load level: a fixed concurrency (closed loop) or a fixed request rate (open loop)."""
+
+    concurrency: int | None = None
+    rate: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"c={self.concurrency}" if self.concurrency is not None else f"rate={self.rate:g}/s"
+
+
+@dataclass
+class LoadConfig:
+    endpoint: str
+    prompts: Sequence[Prompt]
+    baseline: str | None = None
+    phases: Sequence[Phase] = (Phase(concurrency=1),)
+    arrival: Arrival = "poisson"
+    limit: int | None = None  # requests per phase and endpoint (default: one pass over the prompts)
+    duration: float | None = None  # seconds per phase and endpoint, instead of a request count
+    warmup: int = 2
+    max_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    api: Literal["auto", "completions", "chat"] = "auto"
+    model: str | None = None
+    baseline_model: str | None = None
+    api_key: str | None = None
+    k: int | None = None
+    server_kind: ServerKind | None = None  # None: detect from /metrics
+    metrics_url: str | None = None
+    baseline_metrics_url: str | None = None
+    scrape_metrics: bool = True
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    stall_timeout: float = 60.0
+    request_timeout: float | None = None
+    blocks: int | None = None  # alternation blocks per phase; None = automatic
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else None

@@ -1,0 +1,111 @@
+"""The request loop: send a level's requests on their schedule and hand over each outcome as it ends.
+
+Closed loop (``closed_loop``): N workers, each sends its next request when the previous one ends. Open loop
+(``open_loop``): a request leaves at every arrival of the schedule (``arrivals``), however many are still
+in flight. Both take the work as an iterator of request indices (shared by the workers, so a level's
+indices are sent once each) and an optional deadline; both call ``on_outcome`` the moment a request ends,
+so an interrupted level keeps every finished request.
+
+The loop knows nothing of prompts or payloads: ``send(index, slot)`` does the sending (``Streams.send``
+with a request built by ``loadrequests``). ``slot`` names the worker (closed loop) or a pooled slot (open
+loop) so that connections are reused per slot (``ClientShards``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from time import perf_counter
+
+from specmeter.serving.client import ClientShards, RequestOutcome, StreamRequest, stream_request
+
+__all__ = ["OPEN_LOOP_SLOTS", "OnOutcome", "Send", "Streams", "closed_loop", "open_loop"]
+
+OPEN_LOOP_SLOTS = 256  # rate mode spreads its requests over this many pooled slots (see ClientShards)
+
+Send = Callable[[int, int], Awaitable[RequestOutcome]]  # (request index, slot) -> outcome
+OnOutcome = Callable[[RequestOutcome], None]
+
+
+class Streams:
+    """Sends streamed requests through small sharded connection pools (``ClientShards``), picked by slot."""
+
+    def __init__(
+        self,
+        *,
+        headers: dict[str, str] | None = None,
+        stall_timeout: float = 60.0,
+        request_timeout: float | None = None,
+    ) -> None:
+        self.shards = ClientShards()
+        self.headers, self.stall_timeout, self.request_timeout = headers, stall_timeout, request_timeout
+
+    def prepare(self, slots: int) -> None:
+        """Create the pools for ``slots`` slots now, outside any measured interval."""
+        self.shards.prepare(slots)
+
+    async def send(self, request: StreamRequest, slot: int) -> RequestOutcome:
+        return await stream_request(
+            self.shards.get(slot),
+            request,
+            headers=self.headers,
+            stall_timeout=self.stall_timeout,
+            total_timeout=self.request_timeout,
+        )
+
+    async def aclose(self) -> None:
+        await self.shards.aclose()
+
+
+async def closed_loop(
+    send: Send,
+    work: Iterator[int],
+    concurrency: int,
+    deadline: float | None = None,
+    on_outcome: OnOutcome | None = None,
+) -> None:
+    """``concurrency`` workers drain ``work``; none starts a request after ``deadline`` (perf_counter)."""
+
+    async def worker(slot: int) -> None:
+        for index in work:
+            if deadline is not None and perf_counter() >= deadline:
+                return
+            outcome = await send(index, slot)
+            if on_outcome is not None:
+                on_outcome(outcome)
+
+    await asyncio.gather(*(worker(slot) for slot in range(concurrency)))
+
+
+async def open_loop(
+    send: Send,
+    work: Iterator[int],
+    gaps: Iterator[float],
+    deadline: float | None = None,
+    on_outcome: OnOutcome | None = None,
+) -> None:
+    """Send request after request at the schedule's gaps (seconds), then wait for all of them to end.
+
+    No request is sent at or after ``deadline``; cancellation cancels every request in flight.
+    """
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(index: int) -> None:
+        outcome = await send(index, index % OPEN_LOOP_SLOTS)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    next_at = perf_counter()
+    try:
+        for index in work:
+            if deadline is not None and next_at >= deadline:
+                break
+            await asyncio.sleep(max(next_at - perf_counter(), 0.0))
+            task = asyncio.create_task(one(index))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            next_at += next(gaps)
+        await asyncio.gather(*list(tasks))
+    finally:
+        for task in tasks:
+            task.cancel()

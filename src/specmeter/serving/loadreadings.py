@@ -1,0 +1,112 @@
+"""What the server itself says: its model, its kind, and its /metrics counters around each block of load.
+
+``resolve`` fills in an endpoint before anything is measured (its model from ``/v1/models``, its server
+kind from ``/metrics``, the draft positions those metrics reveal). During a level, ``read`` scrapes the
+endpoint before and after each block and ``ServerReadings.add`` keeps the counter deltas, so acceptance
+under load comes from the server's own counters (``monitoring.adapters``). Scrape failures are kept as
+notes, never fatal: a load test without server metrics still measures latency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import httpx
+
+from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_delta
+from specmeter.monitoring.adapters import CounterDelta, Reading, counter_delta, detect_kind, read_counters
+from specmeter.monitoring.monitor import sglang_server_info_tau
+from specmeter.monitoring.promtext import ScrapeError, metrics_url, scrape
+from specmeter.serving.loadconfig import Endpoint, LoadConfig, LoadError, Role
+
+__all__ = ["ServerReadings", "endpoints_for", "read", "resolve"]
+
+
+def endpoints_for(cfg: LoadConfig) -> list[Endpoint]:
+    """The endpoints a run measures: the speculative one, then the baseline if there is one."""
+
+    def endpoint(role: Role, url: str, metrics: str | None) -> Endpoint:
+        base = Endpoint.base(url)
+        return Endpoint(role, base, (metrics or metrics_url(base)) if cfg.scrape_metrics else None)
+
+    out = [endpoint("speculative", cfg.endpoint, cfg.metrics_url)]
+    if cfg.baseline:
+        out.append(endpoint("baseline", cfg.baseline, cfg.baseline_metrics_url))
+    return out
+
+
+async def resolve(client: httpx.AsyncClient, ep: Endpoint, cfg: LoadConfig) -> None:
+    """Fill in the endpoint's model and server kind; raises LoadError when it is unusable."""
+    given = cfg.model if ep.role == "speculative" else cfg.baseline_model
+    ep.model = given or await _first_model(client, ep, cfg.headers)
+    ep.kind = cfg.server_kind or "unknown"
+    if ep.metrics is None:
+        ep.metrics_note = "not scraped (--no-metrics)"
+        return
+    try:
+        snapshot = await scrape(client, ep.metrics)
+    except ScrapeError as e:
+        ep.metrics_note = str(e)
+        return
+    if cfg.server_kind is None:
+        ep.kind = detect_kind(snapshot)
+    reading = read_counters(snapshot, ep.kind)
+    ep.positions = reading.positions
+    if not reading.has_spec and ep.role == "speculative":
+        ep.metrics_note = f"no speculative-decoding metrics in {ep.metrics} (kind {ep.kind})"
+
+
+async def _first_model(client: httpx.AsyncClient, ep: Endpoint, headers: dict[str, str] | None) -> str:
+    url = ep.url + "/v1/models"
+    try:
+        response = await client.get(url, headers=headers, timeout=10.0)
+    except httpx.HTTPError as e:
+        raise LoadError(f"cannot reach {url}: {e or type(e).__name__}") from e
+    if response.status_code != 200:
+        raise LoadError(f"{url} answered HTTP {response.status_code}; pass --model to skip the lookup")
+    try:
+        data = response.json()["data"]
+        return str(data[0]["id"])
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        raise LoadError(f"{url} lists no model; pass --model") from e
+
+
+@dataclass
+class ServerReadings:
+    """An endpoint's /metrics over one level: counter deltas summed over its blocks, the last gauges."""
+
+    delta: dict[str, float] = field(default_factory=dict)
+    resets: list[str] = field(default_factory=list)
+    delta_seconds: float = 0.0
+    gauges: dict[str, float] = field(default_factory=dict)
+    positions: int = 0
+    scrape_errors: list[str] = field(default_factory=list)
+
+    def add(self, before: Reading, after: Reading) -> None:
+        d = counter_delta(before, after)
+        for name, value in d.values.items():
+            self.delta[name] = self.delta.get(name, 0.0) + value
+        self.resets += [r for r in d.resets if r not in self.resets]
+        self.delta_seconds += d.seconds
+        self.gauges = dict(after.gauges)
+        self.positions = max(self.positions, after.positions)
+
+    def acceptance(self, ep: Endpoint, k: int | None) -> ServerAcceptance | None:
+        """Acceptance from the counter deltas; None when the endpoint was not or could not be scraped."""
+        if ep.metrics is None or (not self.delta and not self.gauges and self.scrape_errors):
+            return None
+        delta = CounterDelta(self.delta, tuple(self.resets), self.delta_seconds)
+        return acceptance_from_delta(ep.kind, delta, self.gauges, k=k or self.positions or None)
+
+
+async def read(client: httpx.AsyncClient, ep: Endpoint, into: ServerReadings) -> Reading | None:
+    """One scrape of the endpoint's counters; None (and a note in ``into``) when it cannot be read."""
+    if ep.metrics is None:
+        return None
+    try:
+        snapshot = await scrape(client, ep.metrics)
+    except ScrapeError as e:
+        into.scrape_errors.append(str(e))
+        return None
+    tau = await sglang_server_info_tau(client, ep.metrics) if ep.kind == "sglang" else None
+    return read_counters(snapshot, ep.kind, server_info_tau=tau)

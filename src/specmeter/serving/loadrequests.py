@@ -1,0 +1,52 @@
+"""What ``load`` sends: one streamed OpenAI request per (prompt, index), shaped for the server under test.
+
+Request ``index`` takes prompt ``index mod len(prompts)``, so a level longer than the golden set cycles
+through it and two endpoints given the same indices receive the same prompts (which is what pairs their
+requests for E_meas). The chat or completions API follows the prompt (``--api auto``) or the option.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specmeter.serving.client import StreamRequest
+from specmeter.serving.loadconfig import Endpoint, LoadConfig
+from specmeter.workloads.render import plain_chat_text
+
+__all__ = ["build_request"]
+
+# Which request fields make each server kind report tokens per chunk (see serving.client).
+_EXTRAS: dict[str, dict[str, Any]] = {
+    "vllm": {"continuous_usage_stats": True, "return_token_ids": True},
+    "sglang": {"continuous_usage_stats": True},
+    "llamacpp": {"timings_per_token": True},
+}
+
+
+def build_request(cfg: LoadConfig, ep: Endpoint, index: int) -> StreamRequest:
+    """Request ``index`` of a level against ``ep``."""
+    prompt = cfg.prompts[index % len(cfg.prompts)]
+    chat = prompt.is_chat if cfg.api == "auto" else cfg.api == "chat"
+    payload: dict[str, Any] = {"model": ep.model}
+    if chat:
+        messages = prompt.messages or ()
+        payload["messages"] = (
+            [m.as_dict() for m in messages] if messages else [{"role": "user", "content": prompt.text}]
+        )
+    else:
+        payload["prompt"] = prompt.text if prompt.text is not None else plain_chat_text(prompt.messages or ())
+    payload.update(
+        max_tokens=prompt.max_tokens or cfg.max_tokens,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        seed=cfg.seed + index,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    extras = dict(_EXTRAS.get(ep.kind, {}))
+    if extras.pop("continuous_usage_stats", False):
+        payload["stream_options"]["continuous_usage_stats"] = True
+    payload.update(extras)
+    payload.update(cfg.extra_body)
+    path = "/v1/chat/completions" if chat else "/v1/completions"
+    return StreamRequest(prompt.id, prompt.category, ep.url + path, payload)
