@@ -91,7 +91,7 @@ def test_null_optional_fields_mean_absent(tmp_path: Path) -> None:
     assert (prompt.text, prompt.messages, prompt.category, prompt.max_tokens) == ("x", None, "default", None)
 
 
-def test_spec_bench_uses_first_turn_as_user_message(tmp_path: Path) -> None:
+def test_spec_bench_first_turn_is_the_prompt_later_turns_followups(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         '{"question_id": 81, "category": "writing", "turns": ["Write a blog post.", "Rewrite it."]}',
@@ -106,10 +106,34 @@ def test_spec_bench_uses_first_turn_as_user_message(tmp_path: Path) -> None:
         messages=(Message("user", "Write a blog post."),),
         max_tokens=None,
         line=1,
+        followups=("Rewrite it.",),
     )
+    assert prompts[0].turns == 2
     assert prompts[1].id == "101"
+    assert prompts[1].followups == ()
     assert prompts[1].messages == (Message("user", "2+2?"),)
     assert prompts[2].category == "default"
+
+
+def test_conversation_with_followups_and_provenance(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        json.dumps(
+            {
+                "id": "c1",
+                "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+                "followups": ["And then?", "Thanks — 最後に一つ。"],
+                "source": "chats.json:12",
+            },
+            ensure_ascii=False,
+        ),
+    )
+    (prompt,) = load_workload(path).prompts
+    assert prompt.followups == ("And then?", "Thanks — 最後に一つ。")
+    assert prompt.turns == 3
+    assert prompt.source == "chats.json:12"
+    with pytest.raises(ValueError, match="followups need a chat prompt"):
+        Prompt(id="x", category="c", text="t", messages=None, max_tokens=None, line=1, followups=("y",))
 
 
 def test_formats_mix_and_blank_lines_are_skipped(tmp_path: Path) -> None:
@@ -249,6 +273,19 @@ BAD_LINES = [
         '{"question_id": false, "turns": ["x"]}',
         "field 'question_id': must be a non-empty string or an integer",
     ),
+    (
+        '{"id": "q", "prompt": "x", "followups": ["y"]}',
+        "field 'followups': needs a chat prompt ('messages'), not 'prompt'",
+    ),
+    (
+        '{"id": "q", "messages": [{"role": "user", "content": "a"}], "followups": []}',
+        "field 'followups': must be a non-empty list of strings",
+    ),
+    (
+        '{"id": "q", "messages": [{"role": "user", "content": "a"}], "followups": ["b", " "]}',
+        "field 'followups[1]': must be a non-empty string",
+    ),
+    ('{"id": "q", "prompt": "x", "source": 3}', "field 'source': must be a non-empty string"),
     # A line with our keys is ours, so Spec-Bench keys on it are typos, not a format switch.
     ('{"id": "q", "prompt": "x", "turns": ["y"]}', "field 'turns': unknown field"),
 ]

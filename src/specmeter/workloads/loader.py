@@ -14,13 +14,15 @@ specmeter's own format::
 as is) or ``messages`` (chat messages, rendered with the tokenizer's chat template; the last message
 must come from the user, since generation continues with a new assistant turn) are required;
 ``category`` defaults to ``"default"``; ``max_tokens`` (positive integer) caps this prompt's output.
-Unknown keys are errors, so a typo does not silently drop a field.
+A chat prompt may carry ``followups``: the user's later turns of a multi-turn conversation, each replayed
+after the model's own answer to the turn before, as a chat client would. ``source`` records where the
+line came from (``specmeter golden`` writes ``file:line`` of the log it was taken from); it is carried
+along, never interpreted. Unknown keys are errors, so a typo does not silently drop a field.
 
 Spec-Bench's ``question.jsonl`` (``{"question_id": 81, "category": "writing", "turns": [...]}``): a
 line is Spec-Bench when it has ``question_id`` or ``turns`` and none of ``id``/``prompt``/``messages``.
-Only the *first* turn is used, as a single user message: later turns are follow-ups to the model's own
-previous answer, so replaying them would need a generated conversation, and this is a single-turn
-measurement. Other keys (``reference``, ...) are ignored.
+The first turn is the prompt, as a single user message; later turns become its ``followups`` (follow-ups
+to the model's own previous answer). Other keys (``reference``, ...) are ignored.
 
 Validation collects every problem in the file before failing, so a user fixes a file in one pass:
 :class:`WorkloadError` carries one line per problem, each naming file, line and field, e.g.
@@ -87,7 +89,9 @@ class Message:
 class Prompt:
     """One golden-set prompt: exactly one of ``text`` (plain text) or ``messages`` (chat) is set.
 
-    ``line`` is the 1-based line in the source file, so later stages can point back at it.
+    ``line`` is the 1-based line in the source file, so later stages can point back at it. ``followups``
+    are the user's later turns of a conversation (chat prompts only), ``source`` the provenance the line
+    carried (``file:line`` of the log a golden set was built from), if any.
     """
 
     id: str
@@ -96,11 +100,20 @@ class Prompt:
     messages: tuple[Message, ...] | None
     max_tokens: int | None
     line: int
+    followups: tuple[str, ...] = ()
+    source: str | None = None
 
     def __post_init__(self) -> None:
         # Prompts are also built in code (tests, the CLI); keep the invariant the renderer relies on.
         if (self.text is None) == (self.messages is None):
             raise ValueError(f"prompt {self.id!r}: exactly one of text or messages must be set")
+        if self.followups and self.messages is None:
+            raise ValueError(f"prompt {self.id!r}: followups need a chat prompt (messages)")
+
+    @property
+    def turns(self) -> int:
+        """How many user turns the conversation has (1 + followups)."""
+        return 1 + len(self.followups)
 
     @property
     def is_chat(self) -> bool:
@@ -178,6 +191,9 @@ def _parse_own(obj: dict[str, Any], where: str, line: int, problems: list[str]) 
             problems.append(f"{where}: field 'messages[{last}].role': the last message must be from 'user'")
             return None
         messages = tuple(_message(m) for m in parsed.messages)
+    if parsed.followups is not None and messages is None:
+        problems.append(f"{where}: field 'followups': needs a chat prompt ('messages'), not 'prompt'")
+        return None
     return Prompt(
         id=str(parsed.id),
         category=parsed.category or DEFAULT_CATEGORY,
@@ -185,6 +201,8 @@ def _parse_own(obj: dict[str, Any], where: str, line: int, problems: list[str]) 
         messages=messages,
         max_tokens=parsed.max_tokens,
         line=line,
+        followups=tuple(parsed.followups or ()),
+        source=parsed.source,
     )
 
 
@@ -203,6 +221,7 @@ def _parse_spec_bench(obj: dict[str, Any], where: str, line: int, problems: list
         messages=(Message(role="user", content=parsed.turns[0]),),
         max_tokens=None,
         line=line,
+        followups=tuple(parsed.turns[1:]),
     )
 
 

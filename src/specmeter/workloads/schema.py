@@ -62,6 +62,8 @@ class OwnLine(BaseModel):
     messages: Annotated[list[MessageLine], Field(min_length=1)] | None = None
     category: NonEmptyStr | None = None
     max_tokens: PositiveInt | None = None
+    followups: Annotated[list[NonEmptyStr], Field(min_length=1)] | None = None
+    source: NonEmptyStr | None = None
 
 
 class SpecBenchLine(BaseModel):
@@ -86,6 +88,9 @@ _EXPECTATIONS: dict[str, str] = {
     "messages[].role": "must be one of " + ", ".join(repr(r) for r in ROLES),
     "messages[].content": "must be a non-empty string",
     "turns": "must be a non-empty list of strings",
+    "followups": "must be a non-empty list of strings",
+    "followups[]": "must be a non-empty string",
+    "source": "must be a non-empty string",
     "turns[]": "must be a non-empty string",
 }
 
