@@ -128,7 +128,8 @@ def test_refusals(tmp_path: Path) -> None:
     log = mixed_log(tmp_path / "requests.jsonl", n=20)
     before = log.read_bytes()
     assert_usage_error(
-        runner.invoke(app, ["golden", "--from", str(log), "--out", str(log)]), "is one of the inputs"
+        runner.invoke(app, ["golden", "--from", str(log), "--out", str(log)]),
+        "an output never overwrites an input",
     )
     assert log.read_bytes() == before
     assert_usage_error(

@@ -109,8 +109,13 @@ def golden(
         scrub_min_digits=scrub_digits,
         count_tokens=count_tokens,
     )
-    if json_out is not None and json_out.resolve() == out.resolve():
-        fail("--json and --out name the same file")
+    from specmeter.measuring import MeasureError, check_output_paths
+
+    inputs = [p for s in sources for p in (sorted(s.rglob("*")) if s.is_dir() else [s]) if not p.is_dir()]
+    try:
+        check_output_paths({"--out": out, "--json": json_out}, {"--from": inputs})
+    except MeasureError as e:
+        fail(str(e))
     try:
         report = build_golden(config)
     except GoldenError as e:
