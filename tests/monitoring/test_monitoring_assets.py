@@ -12,8 +12,11 @@ import yaml
 
 from specmeter.monitoring.acceptance import ServerAcceptance
 from specmeter.monitoring.alerts import AlertEvent
+from specmeter.monitoring.domain_exporter import DOMAIN_METRICS, DomainExporter
+from specmeter.monitoring.domains import summarize_requests
 from specmeter.monitoring.exporter import MonitorExporter
 from specmeter.monitoring.promtext import parse_metrics
+from specmeter.monitoring.requestlog import RequestObs
 from specmeter.monitoring.windows import Window
 from specmeter.serving.prom import SERVE_METRICS, ServerMetrics
 
@@ -75,7 +78,22 @@ def exported_names() -> set[str]:
     exporter.observe_window(Window("t", "vllm", 1.0, 2.0, None, "down"))
     exporter.observe_alert(AlertEvent("now", "t", "alpha_low", "firing", 0.3, 0.5, "low"))
     monitor = {s.name for s in parse_metrics(exporter.text()).samples}
-    return serve | monitor
+    domains = DomainExporter()  # monitor --requests: the per-domain gauges
+    domains.observe(
+        summarize_requests(
+            [
+                RequestObs("f:1", 0.0, "legal", None, 3, 4, 1, 4, 0.5, "t"),
+                RequestObs("f:2", 1.0, "legal", None, 1, 4, 1, 2, 1.0, "t"),
+            ],
+            "legal",
+            None,
+            0.0,
+            60.0,
+        )
+    )
+    domains.observe_alert(AlertEvent("now", "legal", "alpha_low", "firing", 0.3, 0.5, "low"), "legal", None)
+    domains.bad_lines.inc()
+    return serve | monitor | {s.name for s in parse_metrics(domains.text()).samples}
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +156,11 @@ def test_dashboard_is_valid_and_queries_existing_metrics() -> None:
     assert used <= exported_names(), used - exported_names()
     titles = " ".join(p["title"] for p in graphs)
     assert "α" in titles and "τ" in titles and "Per-position" in titles
+    assert "α per domain" in titles and any('domain=~"$domain"' in e for e in exprs)
+
+
+def test_domain_exporter_exports_every_name_it_declares() -> None:
+    names = exported_names()
+    assert set(DOMAIN_METRICS) <= names | {n for n in names if n.endswith("_total")}, (
+        set(DOMAIN_METRICS) - names
+    )

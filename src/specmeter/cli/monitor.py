@@ -23,21 +23,38 @@ if TYPE_CHECKING:
     from specmeter.monitoring.monitor import Monitor, MonitorConfig
     from specmeter.monitoring.store import HistoryStore
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "": 1.0}
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "": 1.0}
 KINDS = ("auto", "vllm", "specmeter", "sglang", "tgi", "llamacpp")
 
 
 def parse_seconds(value: str, option: str) -> float:
     """``15s``, ``500ms``, ``2m``, ``1h`` or a bare number of seconds; > 0."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|)\s*", value)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|d|)\s*", value)
     if match is None or float(match.group(1)) <= 0:
         fail(f"{option}: {value!r} is not a positive duration such as 15s, 500ms or 2m")
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def monitor(
-    scrape: list[str] = typer.Option(..., "--scrape", help="An engine's /metrics URL; repeat for several."),
-    interval: str = typer.Option("15s", help="Window length: time between scrapes (15s, 500ms, 2m)."),
+    scrape: list[str] | None = typer.Option(
+        None, "--scrape", help="An engine's /metrics URL; repeat for several."
+    ),
+    requests: Path | None = typer.Option(
+        None,
+        "--requests",
+        help="Per-request JSONL log (a file, or a directory that grows): windows per domain and tenant.",
+    ),
+    fields: str | None = typer.Option(
+        None,
+        "--fields",
+        help="--requests: map log fields, e.g. accepted=spec.acc,drafted=spec.drafted,domain=route.",
+    ),
+    interval: str | None = typer.Option(
+        None, help="Window length: 15s, 500ms, 2m, 1h (default 15s when scraping, 5m for --requests)."
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="--requests: write every window and alert as JSON when done."
+    ),
     alert_alpha: float | None = typer.Option(0.5, "--alert-alpha", help="Alert when α is below this …"),
     alert_windows: int = typer.Option(3, "--alert-windows", help="… for this many consecutive windows."),
     alert_tau_drop: float | None = typer.Option(
@@ -64,7 +81,14 @@ def monitor(
     """Watch α, τ and per-position acceptance of running engines; alert and export derived metrics."""
     from specmeter.monitoring.alerts import AlertRules
 
-    seconds = parse_seconds(interval, "--interval")
+    if (scrape is not None) + (requests is not None) != 1:
+        fail("give --scrape URL (engines' /metrics) or --requests PATH (per-request logs), one of them")
+    if fields is not None and requests is None:
+        fail("--fields applies to --requests only")
+    if json_out is not None and requests is None:
+        fail("--json applies to --requests only")
+    default = "15s" if scrape is not None else "5m"
+    seconds = parse_seconds(interval or default, "--interval")
     limit = parse_seconds(duration, "--duration") if duration is not None else None
     if server not in KINDS:
         fail(f"--server: {server!r} is not one of {', '.join(KINDS)}")
@@ -75,11 +99,38 @@ def monitor(
         fail(f"--alert-alpha must be in (0, 1], got {alert_alpha:g}")
     if alert_tau_drop is not None and not 0.0 < alert_tau_drop < 100.0:
         fail(f"--alert-tau-drop must be a percentage in (0, 100), got {alert_tau_drop:g}")
-    for url in [*scrape, *([webhook] if webhook else [])]:
+    for url in [*(scrape or []), *([webhook] if webhook else [])]:
         if not url.startswith(("http://", "https://")):
             fail(f"{url!r} is not an http(s) URL")
     if export_port is not None and not 0 <= export_port <= 65535:
         fail(f"--export-port must be between 0 and 65535, got {export_port}")
+
+    rules = AlertRules(
+        alpha_threshold=None if no_alerts else alert_alpha,
+        alpha_windows=alert_windows,
+        tau_drop_pct=None if no_alerts else alert_tau_drop,
+        tau_baseline=tau_baseline,
+        min_drafts=min_drafts,
+    )
+    if requests is not None:
+        from specmeter.cli.monitor_requests import run_requests
+
+        run_requests(
+            requests,
+            fields,
+            seconds,
+            rules,
+            history=history,
+            alerts_log=alerts_log,
+            webhook=webhook,
+            export=(export_port, export_host),
+            json_out=json_out,
+            once=once,
+            duration=limit,
+            quiet=quiet,
+        )
+        return
+    assert scrape is not None
 
     from specmeter.monitoring.exporter import MonitorExporter
     from specmeter.monitoring.monitor import MonitorConfig
@@ -94,13 +145,6 @@ def monitor(
         k=k,
         duration=limit,
         once=once,
-    )
-    rules = AlertRules(
-        alpha_threshold=None if no_alerts else alert_alpha,
-        alpha_windows=alert_windows,
-        tau_drop_pct=None if no_alerts else alert_tau_drop,
-        tau_baseline=tau_baseline,
-        min_drafts=min_drafts,
     )
     try:
         store = HistoryStore(history)

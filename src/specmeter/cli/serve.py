@@ -38,6 +38,9 @@ def serve(
         None, "--served-model-name", help="Model name clients pass (default: the target directory's name)."
     ),
     log: Path | None = typer.Option(None, "--log", help="Per-request JSONL log (tokens, latency, accepted)."),
+    log_prompts: bool = typer.Option(
+        False, "--log-prompts", help="Also log each request's prompt or messages (for `specmeter golden`)."
+    ),
     default_max_tokens: int = typer.Option(
         256, "--default-max-tokens", help="max_tokens for requests that give none (capped by the context)."
     ),
@@ -54,6 +57,8 @@ def serve(
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
 ) -> None:
     """Serve target (+ draft) with an OpenAI-compatible API, SSE streaming and Prometheus /metrics."""
+    if log_prompts and log is None:
+        fail("--log-prompts needs --log FILE")
     if draft is not None and k < 1:
         fail(f"--k must be >= 1 with a draft, got {k}")
     if not 0 <= port <= 65535:
@@ -90,6 +95,7 @@ def serve(
     config = ServeConfig(
         api_key=api_key,
         log_path=log,
+        log_prompts=log_prompts,
         default_max_tokens=default_max_tokens,
         max_waiting=max_waiting,
         per_request_metrics=per_request_metrics,

@@ -353,7 +353,17 @@ class RequestSink:
                 self._log_file = stack.enter_context(_open_for_rows(log_path))
             stack.pop_all()
 
-    def write(self, run_label: str, draft: str | None, k: int, record: RequestRecord) -> None:
+    def write(
+        self,
+        run_label: str,
+        draft: str | None,
+        k: int,
+        record: RequestRecord,
+        *,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """One row; ``extra`` fields (``serve``'s time, domain, tenant, prompt) follow the log's own fields
+        in the JSONL line and never replace them."""
         if self._closed:
             raise ValueError("RequestSink is closed")
         row = request_row(run_label, draft, k, record)
@@ -362,6 +372,7 @@ class RequestSink:
             self._flush(self._csv_file)
         if self._log_file is not None:
             line = {f: row[f] for f in LOG_FIELDS}
+            line.update({key: value for key, value in (extra or {}).items() if key not in line})
             self._log_file.write(json.dumps(_jsonable(line), ensure_ascii=False, allow_nan=False) + "\n")
             self._flush(self._log_file)
         self.rows_written += 1

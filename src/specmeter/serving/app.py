@@ -56,6 +56,7 @@ Kind = Literal["completion", "chat"]
 class ServeConfig:
     api_key: str | None = None
     log_path: Path | None = None  # per-request JSONL log (the field report's three fields)
+    log_prompts: bool = False  # also log each request's prompt or messages (for `specmeter golden`)
     default_max_tokens: int = 256  # when a request gives no max_tokens (capped by the context)
     max_waiting: int = 1024  # queued requests beyond this get 429
     per_request_metrics: bool = True  # vLLM-style metrics.speculative_decoding in responses
@@ -89,7 +90,9 @@ class _Server:
             output_ids=result.output_ids,
             finish_reason=result.finish_reason,
         )
-        self.sink.write("serve", self.engine.draft_name, self.engine.k, record)
+        # Wall-clock end of the request, then what the request said about itself (docs/monitoring.md).
+        extra = {"time": round(time.time(), 3), **job.log}
+        self.sink.write("serve", self.engine.draft_name, self.engine.k, record, extra=extra)
 
     def authorize(self, request: Request) -> None:
         key = self.config.api_key
@@ -146,6 +149,27 @@ class _Server:
         return ids, max_tokens
 
 
+def _log_fields(parsed: ParsedRequest, prompts: bool) -> dict[str, Any]:
+    """The request's own fields in the request log: ``domain`` and ``tenant`` (from OpenAI's ``metadata``
+    keys of those names; ``tenant`` falls back to ``user``), the sampling temperature, all of ``metadata``,
+    and with ``--log-prompts`` the prompt or messages."""
+    metadata = dict(parsed.metadata)
+    out: dict[str, Any] = {"temperature": parsed.temperature}
+    domain, tenant = metadata.get("domain"), metadata.get("tenant") or parsed.user
+    if domain:
+        out["domain"] = domain
+    if tenant:
+        out["tenant"] = tenant
+    if metadata:
+        out["metadata"] = metadata
+    if prompts:
+        if parsed.messages is not None:
+            out["messages"] = [{"role": role, "content": content} for role, content in parsed.messages]
+        elif parsed.prompt_text is not None:
+            out["prompt"] = parsed.prompt_text
+    return out
+
+
 def _error(e: APIError) -> JSONResponse:
     return JSONResponse(e.body(), status_code=e.status)
 
@@ -190,6 +214,7 @@ async def _generate(server: _Server, request: Request, kind: Kind) -> Response:
         seed=parsed.seed,
         on_tokens=lambda tokens: put("tokens", tokens),
         on_done=lambda result, error: put("done", result, error),
+        log=_log_fields(parsed, server.config.log_prompts),
     )
     if not server.worker.submit(job):
         raise APIError(

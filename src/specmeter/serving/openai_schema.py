@@ -54,6 +54,19 @@ class ParsedRequest:
     include_usage: bool = False
     continuous_usage: bool = False
     return_token_ids: bool = False
+    metadata: tuple[tuple[str, str], ...] = ()  # OpenAI's string key-value pairs (the request log keeps them)
+    user: str | None = None
+
+
+def _metadata(body: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    value = body.get("metadata")
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise _bad("'metadata' must be an object of string keys and string values", "metadata")
+    return tuple(value.items())
 
 
 def _bad(message: str, param: str | None) -> APIError:
@@ -188,6 +201,9 @@ def parse_request(body: object, kind: Literal["completion", "chat"], served_mode
     if seed is not None and not _is_int(seed):
         raise _bad(f"'seed' must be an integer, got {seed!r}", "seed")
 
+    user = body.get("user")
+    if user is not None and not isinstance(user, str):
+        raise _bad(f"'user' must be a string, got {user!r}", "user")
     stream = _bool(body, "stream")
     options = body.get("stream_options") or {}
     if not isinstance(options, Mapping):
@@ -208,4 +224,6 @@ def parse_request(body: object, kind: Literal["completion", "chat"], served_mode
             options, "continuous_usage_stats", where="stream_options.continuous_usage_stats"
         ),
         return_token_ids=_bool(body, "return_token_ids"),
+        metadata=_metadata(body),
+        user=user,
     )

@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
+from typing import Any
 
 from specmeter.serving.engine import GenerationResult, ServingEngine
 from specmeter.serving.prom import ServerMetrics
@@ -39,6 +40,7 @@ class Job:
     arrival: float = field(default_factory=perf_counter)
     cancelled: threading.Event = field(default_factory=threading.Event)
     started: float | None = None
+    log: Mapping[str, Any] = field(default_factory=dict)  # extra fields of the request log (domain, tenant…)
 
 
 class GenerationWorker:

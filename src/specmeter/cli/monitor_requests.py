@@ -1,0 +1,164 @@
+"""``specmeter monitor --requests PATH``: per-domain windows from per-request logs.
+
+The loop itself is ``monitoring.requestmonitor``.
+
+Kept apart from ``cli/monitor.py`` (which parses the options shared by every mode) so that each mode's
+wiring reads on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, stdout_is_terminal
+from specmeter.monitoring.alerts import AlertRules
+
+if TYPE_CHECKING:
+    from specmeter.monitoring.requestmonitor import RequestMonitor
+
+__all__ = ["run_requests"]
+
+MAX_SHOWN_PROBLEMS = 50
+TABLE_ROWS = 40  # --once prints every window up to this many; beyond, the latest per domain
+
+
+def run_requests(
+    path: Path,
+    fields_text: str | None,
+    window: float,
+    rules: AlertRules,
+    *,
+    history: Path,
+    alerts_log: Path | None,
+    webhook: str | None,
+    export: tuple[int | None, str],
+    json_out: Path | None,
+    once: bool,
+    duration: float | None,
+    quiet: bool,
+) -> None:
+    from specmeter.measuring import MeasureError, check_output_paths
+    from specmeter.monitoring.domain_exporter import DomainExporter
+    from specmeter.monitoring.requestlog import FieldMapError, parse_fields
+    from specmeter.monitoring.requestmonitor import RequestMonitor, RequestMonitorConfig
+    from specmeter.monitoring.store import HistoryStore
+
+    try:
+        fields = parse_fields(fields_text)
+    except FieldMapError as e:
+        fail(str(e))
+    if not path.exists():
+        fail(f"--requests: {path} does not exist")
+    inputs = [p for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()]
+    try:
+        outputs = {"--history": history, "--alerts-log": alerts_log, "--json": json_out}
+        check_output_paths(outputs, {"--requests": inputs})
+    except MeasureError as e:
+        fail(str(e))
+    try:
+        store = HistoryStore(history)
+    except Exception as e:  # sqlite3 errors name the problem
+        fail(f"--history {history}: {e}")
+    exporter = DomainExporter()
+    port, host = export
+    if port is not None:
+        try:
+            bound = exporter.serve(port, host)
+        except OSError as e:
+            store.close()
+            fail(f"--export-port {port}: {e.strerror or e}")
+        err_console.print(f"derived metrics on http://{host}:{bound}/metrics")
+    shown = 0
+
+    def problem(line: str) -> None:
+        nonlocal shown
+        shown += 1
+        if shown <= MAX_SHOWN_PROBLEMS:
+            err_console.print(f"{line}: skipped", markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+    config = RequestMonitorConfig(path, window, fields, once=once, duration=duration, grace=min(window, 5.0))
+    monitor = RequestMonitor(config, rules, store=store, exporter=exporter, on_problem=problem)
+    streaming = not once and not quiet
+    if streaming:
+        from specmeter.monitoring.domain_view import domain_line
+
+        monitor.on_window = lambda w: console.print(
+            domain_line(w), markup=False, highlight=False, soft_wrap=True
+        )
+    try:
+        asyncio.run(_watch(monitor, alerts_log, webhook))
+    except KeyboardInterrupt:
+        err_console.print(f"stopped; history in {history}")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    finally:
+        exporter.close()
+        store.close()
+        if json_out is not None:
+            _write_json(json_out, monitor)
+    if monitor.problems > MAX_SHOWN_PROBLEMS:
+        err_console.print(f"... and {monitor.problems - MAX_SHOWN_PROBLEMS} more lines skipped")
+    if monitor.problems:
+        err_console.print(f"{monitor.problems} log line(s) skipped")
+    if monitor.windows.late:
+        err_console.print(
+            f"{monitor.windows.late} request(s) arrived after their window was closed (not counted)"
+        )
+    if not monitor.published:
+        fail(f"--requests: no usable request in {path}", code=1)
+    if once and not quiet:
+        _render_once(monitor, rules)
+
+
+async def _watch(monitor: RequestMonitor, alerts_log: Path | None, webhook: str | None) -> None:
+    import httpx
+
+    from specmeter.monitoring.alerts import AlertSink, ConsoleSink, JsonlSink, WebhookSink
+
+    def say(line: str) -> None:
+        err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    jsonl = JsonlSink(alerts_log) if alerts_log is not None else None
+    try:
+        async with httpx.AsyncClient() as client:
+            sinks: list[AlertSink] = [ConsoleSink(say)]
+            if jsonl is not None:
+                sinks.append(jsonl)
+            if webhook is not None:
+                sinks.append(WebhookSink(webhook, client, on_error=lambda m: say(f"warning: {m}")))
+            monitor.sinks = sinks
+            await monitor.run()
+    finally:
+        if jsonl is not None:
+            jsonl.close()
+
+
+def _render_once(monitor: RequestMonitor, rules: AlertRules) -> None:
+    from specmeter.monitoring.domain_view import domain_line, domain_table
+
+    windows = monitor.published
+    if len(windows) <= TABLE_ROWS or not stdout_is_terminal():
+        for w in windows:
+            console.print(domain_line(w), markup=False, highlight=False, soft_wrap=True)
+    if stdout_is_terminal():
+        active = {w.key: rules.active(w.key) for w in windows}
+        console.print(domain_table(windows, rules.alpha_threshold, active))
+
+
+def _write_json(path: Path, monitor: RequestMonitor) -> None:
+    from specmeter.report.files import write_json_atomic
+
+    write_json_atomic(
+        path,
+        {
+            "source": str(monitor.config.path),
+            "window_seconds": monitor.config.window,
+            "windows": [w.as_dict() for w in monitor.published],
+            "alerts": [e.as_dict() for e in monitor.events],
+            "bad_lines": monitor.problems,
+            "late_requests": monitor.windows.late,
+        },
+    )
