@@ -6,7 +6,7 @@ import os
 
 import typer
 
-from specmeter.cli import bench, compat, demo, distill, select, train, tune
+from specmeter.cli import bench, compat, demo, distill, doctor, select, train, tune
 from specmeter.cli import compare as compare_cmd
 from specmeter.cli import golden as golden_cmd
 from specmeter.cli import load as load_cmd
@@ -29,6 +29,7 @@ app.command("demo")(demo.demo)
 app.command("train")(train.train)
 app.command("distill")(distill.distill)
 app.command("compat")(compat.compat)
+app.command("doctor")(doctor.doctor)
 app.command("tune")(tune.tune)
 app.command("select")(select.select)
 app.command("serve")(serve_cmd.serve)

@@ -44,7 +44,11 @@ __all__ = [
     "fmt_positions",
     "fmt_rate",
     "fmt_speedup",
+    "hygiene_line",
+    "machine_row",
+    "print_hygiene",
     "render_result",
+    "stability_lines",
     "verdict",
 ]
 
@@ -96,6 +100,7 @@ def _header(result: Mapping[str, Any]) -> RenderableType:
         ("max tokens", fmt_int(config.get("max_tokens"))),
         ("requests", fmt_int(requests)),
         ("started", str(_get(result, "run", "started_at") or DASH)),
+        *([("machine", m)] if (m := machine_row(result)) else []),
         (
             "environment",
             " · ".join(f"{k} {env[k]}" for k in ("specmeter", "torch", "device", "threads") if k in env)
@@ -297,8 +302,55 @@ def verdict(result: Mapping[str, Any]) -> Text:
     return line
 
 
+def machine_row(result: Mapping[str, Any]) -> str | None:
+    """The header's one-line account of the machine during the run (``hygiene`` section), if sampled."""
+    h = result.get("hygiene")
+    if not isinstance(h, Mapping):
+        return None
+    f = h.get("figures") or {}
+    parts = [str(h.get("verdict", DASH))]
+    other = as_float(f.get("other_cores"))
+    if other is not None:
+        parts.append(f"other processes {other:.2f} of {fmt_int(f.get('cores'))} cores")
+    steal = as_float(f.get("steal_share"))
+    if steal is not None and steal >= 0.005:
+        parts.append(f"steal {fmt_pct(steal)}")
+    cost = as_float(_get(f, "sampler", "share_of_core"))
+    if cost is not None:
+        parts.append(f"sampler {fmt_pct(cost, 2)} of a core")
+    return " · ".join(parts)
+
+
+def hygiene_line(result: Mapping[str, Any]) -> Text | None:
+    """The prominent line of a busy or unusable run (printed above and below the result), else None."""
+    h = result.get("hygiene")
+    if not isinstance(h, Mapping) or not h.get("message"):
+        return None
+    message = h["message"]
+    return Text(f"⚠ {message}", style=DANGER_STYLE if h.get("verdict") == "unusable" else "bold yellow")
+
+
+def stability_lines(result: Mapping[str, Any]) -> list[Text]:
+    """One line per candidate whose timings drifted during the run (the data's own instability test)."""
+    h = result.get("hygiene")
+    notes = h.get("unstable") if isinstance(h, Mapping) else None
+    return [Text(f"⚠ {n}", style="bold yellow") for n in notes or []]
+
+
+def print_hygiene(result: Mapping[str, Any], console: Console, *, where: str) -> None:
+    """``where="top"``: the busy line; ``"bottom"``: drift notes, then the busy line again. Every renderer of
+    a measuring command calls both, so the warning frames the result whatever its layout."""
+    line = hygiene_line(result)
+    if where == "bottom":
+        for note in stability_lines(result):
+            console.print(note, soft_wrap=True)
+    if line is not None:
+        console.print(line, soft_wrap=True)
+
+
 def render_result(result: Mapping[str, Any], console: Console) -> None:
     """Print a whole result: header, one table per candidate, the per-category table, the verdict."""
+    print_hygiene(result, console, where="top")
     console.print(_header(result))
     baseline = _get(result, "baseline", "summary")
     candidates = [c for c in result.get("candidates") or [] if isinstance(c, Mapping)]
@@ -316,6 +368,7 @@ def render_result(result: Mapping[str, Any], console: Console) -> None:
     for line in vllm_check_lines(result):
         console.print(line)
     console.print(verdict(result))
+    print_hygiene(result, console, where="bottom")
 
 
 def vllm_check_lines(result: Mapping[str, Any]) -> list[Text]:
