@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 
 from specmeter.cli.common import RichReporter, console, end, fail, measure_errors, resolve_store
 
@@ -191,8 +192,14 @@ def demo(
     roi = _roi(best_legal["speedup_measured"] if best_legal else None)
     write_json_atomic(out / "roi.json", roi)
     summary = summarize_demo(rows, results, tune_result, roi, quick=quick)
+    runs = {**results, **({"tune-legal": tune_result} if tune_result else {})}
+    summary["machine"] = {name: (r.get("hygiene") or {}).get("verdict") for name, r in runs.items()}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     render_summary(summary, console)
+    for name, r in runs.items():  # the bottom line of a busy demo: which of its runs to distrust
+        message = (r.get("hygiene") or {}).get("message")
+        if message:
+            console.print(f"[bold yellow]⚠ {name}: {escape(message)}[/]", soft_wrap=True)
     console.print(
         f"\nEverything is in [bold]{out}/[/]: summary.json, compat.json, general/legal .json .csv .jsonl, "
         "report-general.html, report-legal.html, tune-legal.json, roi.json.",

@@ -66,6 +66,9 @@ _TAIL = (
             help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
             default=None),
     _option("no_store", bool, "--no-store", help="Do not record this run in the run store.", default=False),
+    _option("strict", bool, "--strict",
+            help="Exit 4 when other processes made the machine busy during the run (results still written).",
+            default=_C.strict),
 )  # fmt: skip
 _VLLM = (
     _option("backend", str, "--backend", help="native (specmeter's engine) or vllm (vLLM's offline engine).",
@@ -85,7 +88,7 @@ _VLLM = (
 
 _CONFIG_FIELDS = (
     "target", "prompts", "temperature", "top_p", "max_tokens", "limit", "seed", "json_out", "csv_out",
-    "log_out", "dtype", "device", "implementation", "trust_remote_code", "cost_repeats", "threads",
+    "log_out", "dtype", "device", "implementation", "trust_remote_code", "cost_repeats", "threads", "strict",
 )  # fmt: skip
 _VLLM_FIELDS = ("method", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager")
 

@@ -105,6 +105,8 @@ class MeasureConfig:
     backend: str = "native"
     vllm: VllmOptions = field(default_factory=VllmOptions)
     extra: Mapping[str, Any] = field(default_factory=dict)  # more run.config keys (tune's k_max, ...)
+    strict: bool = False  # a busy or unusable machine during the run ends the command with exit code 4
+    hygiene: bool = True  # sample the machine during the run (specmeter.hygiene); off only for library use
 
     def __post_init__(self) -> None:
         # Normalise containers so a frozen config cannot change under the run.

@@ -8,10 +8,20 @@ an interruption) returns an exit code from the closing helper (``measuring.run.c
 
 from __future__ import annotations
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "MeasureError", "MeasureInterrupted"]
+from specmeter.hygiene.verdict import EXIT_NOISY_MACHINE
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_NOISY_MACHINE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "MeasureError",
+    "MeasureInterrupted",
+]
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # a problem with the input: options, files, models; nothing was measured
+# EXIT_NOISY_MACHINE (4): --strict and the machine was busy or unusable; everything measured is written
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); whatever was measured is on disk
 
 

@@ -6,6 +6,11 @@ candidate — interleaved prompt by prompt natively (``engine.runner``), one eng
 streaming each request to CSV/JSONL and the run store the moment it exists, and summarises into the result
 file. :func:`close` is the one ending every measuring command shares.
 
+Hygiene: a low-rate sampler (``specmeter.hygiene``) watches the machine from the cost curve to the end of
+the runs; the result gets a ``hygiene`` section (verdict quiet / busy / unusable, the figures, each
+candidate's drift test), :func:`close` repeats a busy verdict as a warning when the command renders nothing
+itself, and with ``cfg.strict`` a busy or unusable machine ends the command with exit code 4.
+
 Durability: the JSON exists (``complete: false``) from the moment the models are known, the run store
 holds the run as partial from the start, and Ctrl-C during the runs keeps everything finished so far; the
 run is then closed as partial with exit code 130.
@@ -17,11 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_OK, MeasureError
+from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_NOISY_MACHINE, EXIT_OK, MeasureError
 from specmeter.metrics.records import BASELINE, RequestRecord, run_label
 
 if TYPE_CHECKING:
     from specmeter.engine.runner import ModelLike, PreparedPrompt, RunState
+    from specmeter.hygiene.section import MachineWatch
     from specmeter.measuring.config import MeasureConfig
     from specmeter.measuring.progress import Reporter
     from specmeter.report.files import ResultFile
@@ -45,6 +51,7 @@ class Measurement:
     recorder: RunRecorder
     reporter: Reporter
     interrupted: bool = False
+    hygiene: dict[str, Any] | None = None  # the result's ``hygiene`` section, once the runs are over
 
     def records(self) -> dict[str, list[RequestRecord]]:
         """Every run's records so far, keyed by run label (``baseline``, ``draft@k=4``)."""
@@ -97,11 +104,11 @@ def run_candidates(
     summaries, where a curve can be derived. Raises MeasureError before anything is measured; Ctrl-C during
     the runs sets ``interrupted`` and returns what was measured.
     """
-    from specmeter.engine.runner import Candidate, RunState, run_interleaved
+    from specmeter.engine.runner import Candidate, RunState
     from specmeter.engine.sampling import SamplingParams
     from specmeter.measuring.models import load_models
     from specmeter.measuring.prompts import prepare_prompts
-    from specmeter.report.files import RequestSink, ResultFile
+    from specmeter.report.files import ResultFile
     from specmeter.store import RunRecorder, StoreError
 
     if cfg.threads is not None:
@@ -128,6 +135,59 @@ def run_candidates(
     except StoreError as e:
         raise MeasureError(f"--store: {e}") from None
     m = Measurement(cfg, target, drafts, prompts, state, result, recorder, reporter)
+    watch = start_watch(cfg)
+    try:
+        _measure(m, watch, measure, on_costs)
+    finally:  # an error mid-run must not leave the sampler's thread behind
+        m.hygiene = finish_watch(m, watch)
+    if m.hygiene is not None:
+        result.set_section("hygiene", m.hygiene)
+    if after_runs is not None:
+        after_runs(m)
+    summarize_into(m)
+    return m
+
+
+def start_watch(cfg: MeasureConfig) -> MachineWatch:
+    """The machine sampler for one run; it knows how many threads the measurement itself uses."""
+    from specmeter.hygiene.section import MachineWatch
+
+    threads = None
+    if cfg.backend == "native":
+        import torch
+
+        threads = torch.get_num_threads()
+    return MachineWatch.start(threads=threads) if cfg.hygiene else MachineWatch.disabled()
+
+
+def finish_watch(m: Measurement, watch: MachineWatch) -> dict[str, Any] | None:
+    """Stop sampling; the verdict plus each candidate's drift test over its records so far."""
+    from specmeter.hygiene.section import stability_by_candidate
+
+    records = m.records()
+    baseline = records.pop(BASELINE)
+    return watch.finish(stability_by_candidate(baseline, records))
+
+
+def _measure(
+    m: Measurement,
+    watch: MachineWatch,
+    measure: Measure | None,
+    on_costs: Callable[[Measurement], None] | None,
+) -> None:
+    from specmeter.engine.runner import run_interleaved
+    from specmeter.report.files import RequestSink
+
+    cfg, state, prompts, result, recorder, reporter = (
+        m.cfg,
+        m.state,
+        m.prompts,
+        m.result,
+        m.recorder,
+        m.reporter,
+    )
+    candidates = state.candidates
+    vllm = cfg.backend == "vllm"
     if not vllm:
         with reporter.status("measuring the cost curve t_T(n) and t_D(1) on warm caches…"):
             (measure or measure_costs_for(cfg))(state, prompts[0].ids)
@@ -156,10 +216,6 @@ def run_candidates(
                     )  # fmt: skip
             except KeyboardInterrupt:
                 m.interrupted = True
-    if after_runs is not None:
-        after_runs(m)
-    summarize_into(m)
-    return m
 
 
 def summarize_into(m: Measurement) -> None:
@@ -184,9 +240,13 @@ def close(
     """The ending every measuring command shares.
 
     Stores ``section`` (the command's own part, under ``cfg.kind``), marks the result file and the store's
-    run complete unless interrupted, hands the result to ``render``, says where the run was recorded, and
-    returns the exit code: 0, or 130 after an interruption (saying how far it got).
+    run complete unless interrupted, hands the result to ``render`` (every renderer prints a busy machine's
+    line above and below the result; without one it is printed here, once), says where the run was
+    recorded, and returns the exit code: 0; 130 after an interruption (saying how far it got); 4 with
+    ``cfg.strict`` when the machine was busy or unusable (everything is written all the same).
     """
+    from specmeter.hygiene.verdict import is_flagged
+
     if section is not None:
         m.result.set_section(m.cfg.kind, section)
     if not m.interrupted:
@@ -195,9 +255,18 @@ def close(
     m.recorder.finish(out, complete=not m.interrupted)
     if render is not None:
         render(out)
+    elif m.hygiene is not None and m.hygiene.get("message"):
+        m.reporter.warn(str(m.hygiene["message"]))
     if m.recorder.recorded:
         m.reporter.note(f"Recorded as run {m.recorder.run_id} in {m.recorder.path}")
-    if not m.interrupted:
-        return Outcome(out, EXIT_OK)
-    m.reporter.warn(f"Interrupted after {m.progress_text()}; everything finished so far is on disk.")
-    return Outcome(out, EXIT_INTERRUPTED)
+    if m.interrupted:
+        m.reporter.warn(f"Interrupted after {m.progress_text()}; everything finished so far is on disk.")
+        return Outcome(out, EXIT_INTERRUPTED)
+    if m.cfg.strict and is_flagged(m.hygiene):
+        verdict = (m.hygiene or {}).get("verdict")
+        m.reporter.warn(
+            f"--strict: the machine was {verdict} during the run; exit code {EXIT_NOISY_MACHINE} "
+            "(the results are written, with the verdict in their hygiene section)"
+        )
+        return Outcome(out, EXIT_NOISY_MACHINE)
+    return Outcome(out, EXIT_OK)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from specmeter.report.console import print_hygiene
 from specmeter.report.fmt import DASH, fmt_int, fmt_ms, fmt_num, fmt_pct, fmt_speedup
 from specmeter.selection.tune import ALL
 
@@ -134,6 +135,13 @@ def _best_table(best: Mapping[str, Any]) -> Table:
 
 
 def render_tune(result: Mapping[str, Any], console: Console) -> None:
+    """The result, framed by the machine's warning when it was busy (``report.console.print_hygiene``)."""
+    print_hygiene(result, console, where="top")
+    _render_tune(result, console)
+    print_hygiene(result, console, where="bottom")
+
+
+def _render_tune(result: Mapping[str, Any], console: Console) -> None:
     section = result.get("tune") or {}
     cfg = (result.get("run") or {}).get("config") or {}
     drafts = ", ".join(map(str, cfg.get("drafts") or []))
