@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,10 @@ def test_sweep_writes_the_shared_result_files(urls: tuple[str, str], prompts: Pa
     assert (out / "r.csv").read_text().count("\n") == 1 + 2 * 2 * 3
     assert len((out / "r.jsonl").read_text().splitlines()) == 2 * 2 * 3
     assert "c=1" in result.output and "E_meas" in result.output and "base" in result.output
+    # The machine was watched over the levels; the in-process servers are part of the measurement.
+    hygiene = data["hygiene"]
+    assert hygiene["verdict"] in ("quiet", "busy", "unusable") and hygiene["figures"]["samples"] >= 1
+    assert os.getpid() in specmeter.serving.loadrun.local_server_pids([spec, base])
 
 
 def test_rate_mode_quiet(urls: tuple[str, str], prompts: Path, tmp_path: Path) -> None:

@@ -95,7 +95,15 @@ def test_acceptance_explains_the_spread_when_only_prompts_differ() -> None:
     assert r["explained_by_acceptance"] > 0.9
     assert r["machine_moved"] is False and "follows the prompts" in r["note"]
     noisy = stability(*simulate(rng, noise=0.5))
-    assert noisy["explained_by_acceptance"] < 0.5
+    assert noisy["explained_by_acceptance"] < 0.5 and noisy["timing_noise"] is True
+    assert "because of timing noise" in noisy["note"]
+
+
+def test_timing_noise_is_rarely_claimed_on_a_steady_machine() -> None:
+    rng = np.random.default_rng(7)
+    assert not any(
+        stability(*simulate(rng, noise=0.05), permutations=100)["timing_noise"] for _ in range(100)
+    )
 
 
 def test_spread_is_the_robust_factor_of_the_per_request_speedups() -> None:

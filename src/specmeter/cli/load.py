@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import typer
+from rich.markup import escape
 
 from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, parse_int_list
 
@@ -102,6 +103,9 @@ def load(
         None, "--log", help="Per-request JSONL log (tokens, latency, accepted)."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 4 when other processes made this machine busy during the run."
+    ),
 ) -> None:
     """Load-test an OpenAI-compatible server: latency under load, server-side acceptance, E_meas per level."""
     from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
@@ -215,3 +219,14 @@ def load(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if not quiet:
         render_load(result, console)
+    hygiene = result.get("hygiene") or {}
+    if quiet and hygiene.get("message"):
+        err_console.print(f"[bold yellow]{escape(hygiene['message'])}[/]", soft_wrap=True)
+    if strict and hygiene.get("verdict") in ("busy", "unusable"):
+        from specmeter.hygiene.verdict import EXIT_NOISY_MACHINE
+
+        err_console.print(
+            f"[yellow]--strict: the machine was {hygiene['verdict']} during the run; exit code "
+            f"{EXIT_NOISY_MACHINE} (the results are written)[/]"
+        )
+        raise typer.Exit(EXIT_NOISY_MACHINE)

@@ -89,7 +89,7 @@ def list_runs(
         console.print(f"No runs in {store_path(store)}.")
         return
     table = Table(title=f"runs in {store_path(store)}", title_justify="left")
-    for column in ("id", "status", "kind", "started (UTC)", "reqs", "best E", "α"):
+    for column in ("id", "status", "kind", "started (UTC)", "reqs", "best E", "α", "machine"):
         table.add_column(column, no_wrap=column not in ("kind", "started (UTC)"))
     table.add_column("target ← drafts · note", overflow="fold", ratio=1)
     for r in runs:
@@ -98,9 +98,15 @@ def list_runs(
         e_text = Text(e_best + (" ⚠" if danger else ""), style="bold red" if danger else "")
         started = r.started_at.replace("T", " ")[:16]
         label = Text(r.label + (f" · {r.note}" if r.note else ""))
-        table.add_row(str(r.id), status, r.kind, started, str(r.requests), e_text, alpha, label)
+        machine = str((results[r.id].get("hygiene") or {}).get("verdict") or "—")
+        m_text = Text(machine, style={"busy": "bold yellow", "unusable": "bold red"}.get(machine, ""))
+        table.add_row(str(r.id), status, r.kind, started, str(r.requests), e_text, alpha, m_text, label)
     console.print(table)
-    console.print("⚠ = a candidate or category in the danger zone (α < 0.5 or E_meas < 1)", style="dim")
+    console.print(
+        "⚠ = a candidate or category in the danger zone (α < 0.5 or E_meas < 1); machine = what else ran "
+        "during the run (quiet / busy / unusable, docs/metrics.md)",
+        style="dim",
+    )
 
 
 @app.command("show")

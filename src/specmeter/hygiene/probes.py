@@ -26,6 +26,7 @@ __all__ = [
     "cpu_pressure_s",
     "descendants",
     "governors",
+    "listening_pids",
     "logical_cores",
     "physical_cores",
     "process_cpu_s",
@@ -188,3 +189,17 @@ def short_cmdline(pid: int, limit: int = 80) -> str | None:
     except (psutil.Error, OSError):
         return None
     return cmd if len(cmd) <= limit else cmd[: limit - 1] + "…"
+
+
+def listening_pids(port: int) -> set[int]:
+    """PIDs with a TCP socket listening on ``port`` on this machine (a local server under ``load``); empty
+    when the platform will not tell (macOS without root) or nothing listens."""
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (psutil.Error, OSError):
+        return set()
+    return {
+        c.pid
+        for c in conns
+        if c.pid is not None and c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+    }

@@ -37,7 +37,11 @@ def build_section(
         "figures": dict(figures),
         "stability": {k: v for k, v in (stability_of or {}).items() if v is not None},
     }
-    moved = [f"{label}: {s['note']}" for label, s in section["stability"].items() if s.get("machine_moved")]
+    moved = [
+        f"{label}: {s['note']}"
+        for label, s in section["stability"].items()
+        if s.get("machine_moved") or s.get("timing_noise")
+    ]
     section["message"] = banner(section)
     section["unstable"] = moved
     return section

@@ -19,8 +19,10 @@ requests paired by id and taken in the order they ran (the interleaved order: pr
   the baseline's own median time per token in the second half over the first (``baseline_drift``): a
   machine that slowed down shows there even when both runs slowed alike.
 
-With p below ``DRIFT_P`` (0.01) the interval of E_meas is called wide because the machine moved; otherwise,
-when acceptance explains at least half the spread, because the prompts differ. Docs: docs/metrics.md,
+With p below ``DRIFT_P`` (0.01) the interval of E_meas is called wide because the machine moved; with no
+drift but a spread of ×/÷1.25 or more that acceptance explains less than half of (``timing_noise``), wide
+because of timing noise (a machine busy all along does not drift, it scatters); when acceptance explains at
+least half the spread, because the prompts differ. Docs: docs/metrics.md,
 "Measurement hygiene".
 """
 
@@ -39,6 +41,8 @@ __all__ = ["DRIFT_P", "MIN_REQUESTS", "drift_test", "stability"]
 
 DRIFT_P = 0.01
 EXPLAINED_BY_PROMPTS = 0.5
+NOISY_SPREAD = 1.25  # per-request speedups typically ×/÷ 1.25 or more ...
+NOISY_EXPLAINED = 0.5  # ... and acceptance explains less than half of it: timing noise
 MIN_REQUESTS = 8  # fewer pairs than this: no test (two blocks of four)
 PERMUTATIONS = 2000
 MAD_TO_SD = 1.4826  # MAD of a normal distribution × this = its standard deviation
@@ -179,6 +183,8 @@ def stability(
         seed=seed,
     )  # fmt: skip
     moved = p is not None and p < DRIFT_P
+    spread = math.exp(MAD_TO_SD * mad)
+    noisy = explained is not None and explained < NOISY_EXPLAINED and spread >= NOISY_SPREAD
     note = None
     if moved and e_first is not None and e_second is not None:
         share = (
@@ -189,6 +195,12 @@ def stability(
             f"the second (drift test p = {p:.3g}){share} — the interval is wide because of the machine, not "
             "because the prompts differ"
         )
+    elif noisy and explained is not None:
+        note = (
+            f"the per-request speedups scatter ×/÷{spread:.2f} and acceptance explains only "
+            f"{explained:.0%} of it: the interval is wide because of timing noise, not because the prompts "
+            "differ"
+        )
     elif explained is not None and explained >= EXPLAINED_BY_PROMPTS:
         note = (
             f"the per-request spread follows the prompts: acceptance explains {explained:.0%} of it, and no "
@@ -196,7 +208,7 @@ def stability(
         )
     return {
         "requests": n,
-        "spread": math.exp(MAD_TO_SD * mad),
+        "spread": spread,
         "explained_by_acceptance": explained,
         "speedup_first_half": e_first,
         "speedup_second_half": e_second,
@@ -204,5 +216,6 @@ def stability(
         "drift_p": p,
         "blocks": None if p is None else min(blocks, n // 4),
         "machine_moved": moved,
+        "timing_noise": noisy,
         "note": note,
     }

@@ -1,5 +1,9 @@
 """One whole ``load`` run: resolve the endpoints, warm up, every level, with results written as they arrive.
 
+The machine is watched from the first level to the last (``specmeter.hygiene``): other processes' CPU on
+the client's machine, a local server's processes counted as part of the measurement; the result gets a
+``hygiene`` section with the verdict.
+
 Per-request rows go to the CSV/JSONL sinks the moment each request ends; the result JSON is rewritten
 after every level. When the run is interrupted (Ctrl-C cancels the task), the level in progress is
 summarised from its finished requests, the JSON is saved with ``complete: false``, and the cancellation
@@ -9,12 +13,14 @@ goes on — nothing already measured is lost.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
+from specmeter.hygiene.section import MachineWatch
 from specmeter.report.files import RequestSink
 from specmeter.serving.client import RequestOutcome
 from specmeter.serving.loadconfig import LoadConfig, Phase, Role
@@ -35,6 +41,7 @@ async def execute_load(
     client: httpx.AsyncClient | None = None,
     on_phase: Callable[[Phase], None] | None = None,
     on_request: Callable[[Phase, Role, RequestOutcome], None] | None = None,
+    hygiene: bool = True,
 ) -> dict[str, Any]:
     """Run the load test described by ``cfg``; returns the result dict (also saved to ``json_out``)."""
     http = client or httpx.AsyncClient()  # model lookups and scrapes; streams use the runner's shards
@@ -42,6 +49,7 @@ async def execute_load(
     current: PhaseResult | None = None
     label = cfg.endpoint
     runner: LevelRunner | None = None
+    watch: MachineWatch | None = None
 
     def entry(level: PhaseResult) -> dict[str, Any]:
         return level_entry(level, label=label, k=cfg.k, temperature=cfg.temperature, top_p=cfg.top_p)
@@ -69,6 +77,8 @@ async def execute_load(
             runner = LevelRunner(cfg, http)
             for ep in endpoints:
                 await runner.warmup(ep)
+            if hygiene:
+                watch = MachineWatch.start(extra_pids=local_server_pids([ep.url for ep in endpoints]))
             for phase in cfg.phases:
                 if on_phase is not None:
                     on_phase(phase)
@@ -77,15 +87,36 @@ async def execute_load(
                 current.complete = True
                 result.set_level(entry(current))
                 current = None
+        _close_watch(result, watch)
         result.finish()
     except (asyncio.CancelledError, KeyboardInterrupt):
         if current is not None and any(r.outcomes for r in current.roles.values()):
             result.set_level(entry(current))
+        _close_watch(result, watch)
         result.save()
         raise
     finally:
+        _close_watch(None, watch)
         if runner is not None:
             await runner.aclose()
         if client is None:
             await http.aclose()
     return result.to_dict()
+
+
+def _close_watch(result: LoadResultFile | None, watch: MachineWatch | None) -> None:
+    section = watch.finish() if watch is not None else None  # idempotent: the second call returns the same
+    if result is not None and section is not None:
+        result.set_section("hygiene", section)
+
+
+def local_server_pids(urls: Sequence[str]) -> tuple[int, ...]:
+    """The processes serving ``urls`` on this machine (loopback hosts): their CPU is the measurement's."""
+    from specmeter.hygiene.probes import listening_pids
+
+    pids: set[int] = set()
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.hostname in ("localhost", "127.0.0.1", "::1") and parts.port is not None:
+            pids |= listening_pids(parts.port)
+    return tuple(sorted(pids))

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from specmeter.report.console import print_hygiene
 from specmeter.report.fmt import DASH, as_float, fmt_num, fmt_speedup, with_ci
 
 __all__ = ["render_load", "stop_paying_level"]
@@ -80,6 +81,13 @@ def _row(table: Table, level: str, role: str, summary: Any, load: Any, speculati
 
 
 def render_load(result: Mapping[str, Any], console: Console) -> None:
+    """The levels' table, framed by the machine's warning when it was busy (``report.console``)."""
+    print_hygiene(result, console, where="top")
+    _render_load(result, console)
+    print_hygiene(result, console, where="bottom")
+
+
+def _render_load(result: Mapping[str, Any], console: Console) -> None:
     config = _get(result, "run", "config") or {}
     title = f"specmeter load · {config.get('endpoint', DASH)}"
     if config.get("baseline"):
