@@ -43,7 +43,7 @@ def test_a_bench_from_a_library_caller(tiny: Any, prompts: Path, tmp_path: Path)
     assert outcome.exit_code == EXIT_OK
     assert outcome.result["complete"] is True and json.loads(out.read_text()) == outcome.result
     assert [(c["draft"], c["k"]) for c in outcome.result["candidates"]] == [("draft", 2)]
-    assert reporter.notes == [f"Recorded as run 1 in {store}"] and reporter.warnings == []
+    assert reporter.notes == [f"Recorded as run 1 in {store}"] and _not_machine(reporter.warnings) == []
     with RunStore(store) as db:
         assert db.list_runs()[0].status == "complete"
         assert {r.slot for r in db.requests(1)} == {"baseline", "draft@k=2"}
@@ -105,7 +105,9 @@ def test_interrupted_run_closes_partial_with_130(
     assert m.interrupted and len(m.records()["baseline"]) == 1
     outcome = close(m)
     assert outcome.exit_code == EXIT_INTERRUPTED and outcome.result["complete"] is False
-    assert reporter.warnings == ["Interrupted after 1 of 2 prompts; everything finished so far is on disk."]
+    assert _not_machine(reporter.warnings) == [
+        "Interrupted after 1 of 2 prompts; everything finished so far is on disk."
+    ]
     with RunStore(tmp_path / "s.sqlite") as db:
         assert db.list_runs()[0].status == "partial"
 
@@ -121,3 +123,8 @@ def test_a_model_dir_copy_keeps_its_own_name(tiny: Any, prompts: Path, tmp_path:
     shutil.copytree(tiny.draft, twin)
     m = run_candidates(cfg(tiny, prompts, drafts=[tiny.draft, twin], limit=1), Silent())
     assert sorted(m.records()) == sorted(["baseline", f"{tiny.draft}@k=2", f"{twin}@k=2"])
+
+
+def _not_machine(warnings: list[str]) -> list[str]:
+    """Warnings other than a busy machine's line (other jobs on a shared development machine)."""
+    return [w for w in warnings if not w.startswith("MACHINE ")]
