@@ -8,6 +8,7 @@ import typer
 
 from specmeter.cli import bench, compat, demo, distill, doctor, select, train, tune
 from specmeter.cli import compare as compare_cmd
+from specmeter.cli import drift as drift_cmd
 from specmeter.cli import golden as golden_cmd
 from specmeter.cli import load as load_cmd
 from specmeter.cli import monitor as monitor_cmd
@@ -36,6 +37,7 @@ app.command("serve")(serve_cmd.serve)
 app.command("load")(load_cmd.load)
 app.command("monitor")(monitor_cmd.monitor)
 app.command("golden")(golden_cmd.golden)
+app.command("drift")(drift_cmd.drift)
 app.add_typer(runs_cmd.app, name="runs")
 app.command("compare")(compare_cmd.compare)
 app.command("report")(report_cmd.report)

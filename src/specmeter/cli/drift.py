@@ -1,0 +1,251 @@
+"""``specmeter drift``: has acceptance moved? This window against a reference, per domain, tested per request.
+
+The statistics live in ``monitoring.drift``; this module picks the two windows, reads the logs (or a stored
+run as the reference) and prints one sentence per domain and metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from specmeter.cli.common import console, err_console, fail
+
+if TYPE_CHECKING:
+    from specmeter.monitoring.drift import DriftRow
+    from specmeter.monitoring.requestlog import RequestObs
+
+EXIT_DROP = 1
+MAX_SHOWN_PROBLEMS = 50
+
+
+def _time(value: str, option: str) -> float:
+    from specmeter.monitoring.requestlog import parse_time
+
+    try:
+        t = parse_time(value)
+    except ValueError:
+        fail(f"{option}: {value!r} is not a time (ISO 8601 such as 2026-11-30T12:00, or Unix seconds)")
+    assert t is not None
+    return t
+
+
+def _read(path: Path, fields: dict[str, str], option: str) -> list[RequestObs]:
+    from specmeter.monitoring.requestlog import LogTail
+
+    if not path.exists():
+        fail(f"{option}: {path} does not exist")
+    tail = LogTail(path, fields)
+    obs, problems = tail.poll()
+    more, late_problems = tail.flush()
+    problems += late_problems
+    for p in problems[:MAX_SHOWN_PROBLEMS]:
+        err_console.print(f"{p}: skipped", markup=False, highlight=False, emoji=False, soft_wrap=True)
+    if len(problems) > MAX_SHOWN_PROBLEMS:
+        err_console.print(f"... and {len(problems) - MAX_SHOWN_PROBLEMS} more")
+    if problems:
+        err_console.print(f"{option}: {len(problems)} log line(s) skipped")
+    return obs + more
+
+
+def _stored(ref: str, slot: str | None, store: Path | None) -> list[RequestObs]:
+    from specmeter.cli.common import resolve_store
+    from specmeter.monitoring.requestlog import RequestObs
+    from specmeter.store import RunStore, StoreError
+
+    path = resolve_store(store, False)
+    assert path is not None
+    try:
+        with RunStore(path, create=False) as db:
+            run_id = db.resolve(ref)
+            requests = db.requests(run_id)
+    except StoreError as e:
+        fail(f"--reference: {e}")
+    slots = sorted({r.slot for r in requests if r.draft is not None})
+    if slot is None:
+        if len(slots) != 1:
+            fail(
+                f"--reference {ref}: the run has {len(slots)} speculative runs ({', '.join(slots)}); pick one with --slot"
+            )
+        slot = slots[0]
+    elif slot not in slots:
+        fail(f"--slot: {slot!r} is not a run of {ref} (runs: {', '.join(slots) or 'none'})")
+    out = []
+    for i, r in enumerate(x for x in requests if x.slot == slot):
+        steps = [s for s in r.record.steps if s.drafted >= 1]
+        out.append(
+            RequestObs(
+                source=f"run {run_id}:{i + 1}",
+                time=None,
+                domain=r.record.category,
+                tenant=None,
+                accepted=sum(s.accepted for s in steps),
+                drafted=sum(s.drafted for s in steps),
+                steps=len(steps),
+                tokens=r.record.output_tokens,
+                latency_s=r.record.latency_s,
+                shape="store",
+            )
+        )
+    return out
+
+
+def _between(obs: Sequence[RequestObs], start: float | None, end: float | None) -> list[RequestObs]:
+    return [
+        r
+        for r in obs
+        if r.time is not None and (start is None or r.time >= start) and (end is None or r.time < end)
+    ]
+
+
+def _when(t: float | None) -> str:
+    from datetime import datetime, timezone
+
+    if t is None:
+        return "?"
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def sentence(row: DriftRow, since: str) -> str:
+    """``legal α 0.80 → 0.62 since 2026-11-30 12:00, significant (p < 0.001)``."""
+    name = {"alpha": "α", "tau": "τ"}[row.metric]
+    if row.before is None or row.after is None:
+        return f"{row.key} {name}: no drafts on one side"
+    figures = f"{row.key} {name} {row.before:.2f} → {row.after:.2f} {since}"
+    counts = f"{row.requests_before} → {row.requests_after} requests"
+    if row.note is not None:
+        return f"{figures}, {row.note} ({counts})"
+    verdict = f"significant {row.direction}" if row.significant else "no significant change"
+    return f"{figures}, {verdict} ({_p(row.p_adjusted)}, request-level, Holm-adjusted; {counts})"
+
+
+def drift(
+    requests: Path = typer.Option(
+        ..., "--requests", help="Per-request log (file or directory): the current window."
+    ),
+    fields: str | None = typer.Option(None, "--fields", help="Map log fields, as in monitor --requests."),
+    since: str | None = typer.Option(
+        None, "--since", help="Start of the current window (default: --window before its end)."
+    ),
+    until: str | None = typer.Option(
+        None, "--until", help="End of the current window (default: the last request)."
+    ),
+    window: str = typer.Option(
+        "1d", "--window", help="Window length: the current window without --since, the reference before it."
+    ),
+    reference: str | None = typer.Option(
+        None,
+        "--reference",
+        help="Reference: another log (file/directory) or a stored run (id, latest, latest~N). "
+        "Default: the equally long window just before the current one.",
+    ),
+    reference_since: str | None = typer.Option(
+        None, "--reference-since", help="Start of the reference window."
+    ),
+    reference_until: str | None = typer.Option(
+        None, "--reference-until", help="End of the reference window."
+    ),
+    slot: str | None = typer.Option(None, "--slot", help="With a stored run: which run of it (draft@k=4)."),
+    store: Path | None = typer.Option(None, "--store", help="Run store for --reference RUN."),
+    level: float = typer.Option(0.01, "--level", help="Significance level (Holm-adjusted across domains)."),
+    min_requests: int = typer.Option(20, "--min-requests", help="Requests each side needs to be tested."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write every comparison as JSON."),
+) -> None:
+    """Compare α and τ per domain between a window and a reference; exit 1 on a significant drop."""
+    from specmeter.cli.monitor import parse_seconds
+    from specmeter.monitoring.domains import group_key
+    from specmeter.monitoring.drift import compare_windows
+    from specmeter.monitoring.requestlog import FieldMapError, parse_fields
+    from specmeter.store.sources import is_run_ref
+
+    if not 0.0 < level < 1.0:
+        fail(f"--level must be in (0, 1), got {level:g}")
+    if min_requests < 2:
+        fail(f"--min-requests must be >= 2, got {min_requests}")
+    if slot is not None and (reference is None or not is_run_ref(reference)):
+        fail("--slot applies to --reference RUN (a stored run)")
+    try:
+        field_map = parse_fields(fields)
+    except FieldMapError as e:
+        fail(str(e))
+    length = parse_seconds(window, "--window")
+    if json_out is not None:
+        from specmeter.measuring import MeasureError, check_output_paths
+
+        inputs = [
+            p for s in (requests, Path(reference or requests)) for p in (s.rglob("*") if s.is_dir() else [s])
+        ]
+        try:
+            check_output_paths({"--json": json_out}, {"--requests/--reference": inputs})
+        except MeasureError as e:
+            fail(str(e))
+    current_all = _read(requests, field_map, "--requests")
+    stamped = [r.time for r in current_all if r.time is not None]
+    end = _time(until, "--until") if until is not None else (max(stamped) + 1e-6 if stamped else None)
+    start = _time(since, "--since") if since is not None else (None if end is None else end - length)
+    if reference is None:
+        if end is None or start is None:
+            fail("--requests: no request has a time stamp; give --reference to compare against")
+        ref_start = _time(reference_since, "--reference-since") if reference_since else start - length
+        ref_end = _time(reference_until, "--reference-until") if reference_until else start
+        reference_obs = _between(current_all, ref_start, ref_end)
+        ref_name = f"{_when(ref_start)} → {_when(ref_end)}"
+    elif is_run_ref(reference):
+        reference_obs = _stored(reference, slot, store)
+        ref_name = f"stored run {reference}"
+        ref_start = ref_end = None
+    else:
+        ref_path = Path(reference)
+        reference_obs = _read(ref_path, field_map, "--reference")
+        ref_start = _time(reference_since, "--reference-since") if reference_since else None
+        ref_end = _time(reference_until, "--reference-until") if reference_until else None
+        if ref_start is not None or ref_end is not None:
+            reference_obs = _between(reference_obs, ref_start, ref_end)
+        ref_name = str(ref_path)
+    current = _between(current_all, start, end) if stamped else current_all
+    if not current:
+        fail("the current window holds no request", code=1)
+    if not reference_obs:
+        fail(f"the reference ({ref_name}) holds no request", code=1)
+    rows = compare_windows(reference_obs, current, level=level, min_requests=min_requests)
+    since_text = f"since {_when(start)}" if start is not None else f"vs {ref_name}"
+    console.print(f"current:   {_when(start)} → {_when(end)} ({len(current):,} requests)", markup=False)
+    console.print(f"reference: {ref_name} ({len(reference_obs):,} requests)", markup=False)
+    only = sorted({group_key(*r.group) for r in current} ^ {group_key(*r.group) for r in reference_obs})
+    for row in rows:
+        style = "bold red" if row.direction == "drop" else "green" if row.direction == "rise" else ""
+        text = sentence(row, since_text)
+        console.print(
+            f"[{style}]{text}[/]" if style else text, markup=bool(style), highlight=False, soft_wrap=True
+        )
+    if only:
+        console.print(f"only in one window (not compared): {', '.join(only)}", markup=False, soft_wrap=True)
+    if not rows:
+        fail("no domain appears in both windows", code=1)
+    if json_out is not None:
+        from specmeter.report.files import write_json_atomic
+
+        data: dict[str, Any] = {
+            "current": {"start": start, "end": end, "requests": len(current)},
+            "reference": {
+                "name": ref_name,
+                "start": ref_start,
+                "end": ref_end,
+                "requests": len(reference_obs),
+            },
+            "level": level,
+            "test": "request-level ratio z-test (delta method), Holm-adjusted",
+            "comparisons": [r.as_dict() for r in rows],
+        }
+        write_json_atomic(json_out, data)
+    if any(r.direction == "drop" for r in rows):
+        raise typer.Exit(EXIT_DROP)
