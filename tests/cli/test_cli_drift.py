@@ -19,7 +19,7 @@ CHANGE = 1796040000  # 2026-11-30T12:00:00Z
 
 
 def write_log(path: Path, *, drop: str | None, seed: int = 0, n: int = 1600) -> Path:
-    """Two days of requests, a request every 108 s; per-prompt acceptance ~ Beta; ``drop``'s falls at CHANGE."""
+    """Two days, a request every 108 s; per-prompt acceptance ~ Beta; ``drop``'s mean falls at CHANGE."""
     rng = np.random.default_rng(seed)
     means = {"legal": 0.8, "general": 0.6}
     lines = []

@@ -1,4 +1,4 @@
-"""Drift: a request-level test that holds its level, a pooled token test that does not, planted drops found."""
+"""Drift: a request-level test holds its level, a pooled token test does not; planted drops are found."""
 
 from __future__ import annotations
 

@@ -67,8 +67,9 @@ def _stored(ref: str, slot: str | None, store: Path | None) -> list[RequestObs]:
     slots = sorted({r.slot for r in requests if r.draft is not None})
     if slot is None:
         if len(slots) != 1:
+            runs = ", ".join(slots)
             fail(
-                f"--reference {ref}: the run has {len(slots)} speculative runs ({', '.join(slots)}); pick one with --slot"
+                f"--reference {ref}: the run has {len(slots)} speculative runs ({runs}); pick one with --slot"
             )
         slot = slots[0]
     elif slot not in slots:
