@@ -193,6 +193,8 @@ def drift(
     stamped = [r.time for r in current_all if r.time is not None]
     end = _time(until, "--until") if until is not None else (max(stamped) + 1e-6 if stamped else None)
     start = _time(since, "--since") if since is not None else (None if end is None else end - length)
+    ref_start: float | None
+    ref_end: float | None
     if reference is None:
         if end is None or start is None:
             fail("--requests: no request has a time stamp; give --reference to compare against")

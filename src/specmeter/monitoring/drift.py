@@ -148,8 +148,8 @@ def compare_windows(
         b = [r for r in before_groups[group] if r.accepted is not None and r.drafted is not None]
         a = [r for r in after_groups[group] if r.accepted is not None and r.drafted is not None]
         for metric in ("alpha", "tau"):
-            den_b = [float(r.drafted if metric == "alpha" else (r.steps or 0)) for r in b]
-            den_a = [float(r.drafted if metric == "alpha" else (r.steps or 0)) for r in a]
+            den_b = [float((r.drafted if metric == "alpha" else r.steps) or 0) for r in b]
+            den_a = [float((r.drafted if metric == "alpha" else r.steps) or 0) for r in a]
             if metric == "tau" and (any(r.steps is None for r in [*a, *b]) or not b or not a):
                 continue  # a log without steps (llama.cpp) has no τ
             num_b, num_a = [float(r.accepted or 0) for r in b], [float(r.accepted or 0) for r in a]
@@ -187,7 +187,7 @@ def compare_windows(
     for row in pending:
         adjusted = row.pop("p_adjusted", None)
         significant = adjusted is not None and adjusted < level
-        direction = "none"
+        direction: Literal["drop", "rise", "none"] = "none"
         if significant:
             direction = "drop" if row["after"] < row["before"] else "rise"
         rows.append(DriftRow(**row, p_adjusted=adjusted, significant=significant, direction=direction))
