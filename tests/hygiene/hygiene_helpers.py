@@ -16,21 +16,24 @@ import psutil
 
 
 @contextmanager
-def cpu_hog(seconds: float = 60.0) -> Iterator[int]:
-    """A separate process spinning on one core until ``seconds`` pass or the block ends (then SIGKILL by
-    PID). Yields its PID once it is actually burning CPU."""
+def cpu_hog(seconds: float = 60.0, count: int = 1) -> Iterator[int]:
+    """``count`` separate processes spinning on a core each until ``seconds`` pass or the block ends (then
+    SIGKILL by PID). Yields the first one's PID once all are actually burning CPU."""
     code = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL) for _ in range(count)]
     try:
-        p = psutil.Process(proc.pid)
         deadline = time.monotonic() + 10
-        while p.cpu_times().user < 0.05 and time.monotonic() < deadline:  # interpreter start-up done
-            time.sleep(0.02)
-        yield proc.pid
+        for proc in procs:
+            p = psutil.Process(proc.pid)
+            while p.cpu_times().user < 0.05 and time.monotonic() < deadline:  # interpreter start-up done
+                time.sleep(0.02)
+        yield procs[0].pid
     finally:
-        with suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        for proc in procs:
+            with suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+        for proc in procs:
+            proc.wait(timeout=10)
 
 
 def spin(seconds: float) -> None:

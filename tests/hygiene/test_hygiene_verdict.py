@@ -31,10 +31,12 @@ def figures(other: float, *, cores: int = 2, threads: int | None = 2, steal: flo
         (figures(0.09), "quiet"),  # just under 0.10 core
         (figures(0.2), "busy"),  # all cores are the measurement's: 0.2 core was taken from it
         (figures(1.0), "unusable"),  # one CPU-bound process beside a 2-thread run on 2 cores
-        (figures(1.0, threads=1), "unusable"),  # half the machine, even on the core left free
+        (figures(1.0, threads=1), "busy"),  # on the core the measurement left free: caches, bandwidth
+        (figures(1.7, threads=1), "unusable"),  # 0.7 core more than the free one
         (figures(0.3, cores=64, threads=8), "quiet"),  # far below 5 % of a big host, on spare cores
         (figures(4.0, cores=64, threads=8), "busy"),  # > 5 % of the cores: shares memory bandwidth
-        (figures(40.0, cores=64, threads=8), "unusable"),  # others took more than the spare cores
+        (figures(40.0, cores=64, threads=8), "busy"),  # a lot, but on the 56 spare cores
+        (figures(57.0, cores=64, threads=8), "unusable"),  # 1 core more than the spare ones
         (figures(0.0, steal=0.03), "busy"),
         (figures(0.0, steal=0.15), "unusable"),
         (figures(0.2, cores=8, threads=None, own=7.9), "busy"),  # threads unknown: measured use counts
@@ -49,7 +51,9 @@ def test_reasons_carry_the_figures_and_the_busiest_process() -> None:
     v = assess(figures(1.02, top=[{"pid": 4242, "name": "hog", "cores": 0.98}]))
     assert v["verdict"] == "unusable"
     text = " ".join(v["reasons"])
-    assert "1.02 cores" in text and "hog pid 4242" in text and "0.98 core" in text
+    assert "1.02 cores on average, 1.02 cores more than the 0.00 cores the measurement left free" in text
+    assert "hog pid 4242" in text and "0.98 core" in text
+    assert v["excess_cores"] == pytest.approx(1.02)
     assert v["thresholds"] == THRESHOLDS
 
 

@@ -33,6 +33,7 @@ def build_section(
         "reasons": verdict["reasons"],
         "message": None,
         "free_cores": verdict["free_cores"],
+        "excess_cores": verdict["excess_cores"],
         "thresholds": verdict["thresholds"],
         "figures": dict(figures),
         "stability": {k: v for k, v in (stability_of or {}).items() if v is not None},

@@ -92,10 +92,10 @@ def _stability_table(stab: Mapping[str, Any]) -> str:
 def _thresholds(th: Mapping[str, Any]) -> str:
     return (
         "Thresholds (docs/metrics.md, Measurement hygiene): busy from "
-        f"{fmt_num(th.get('busy_other_cores'))} core of other processes on the measurement's cores or "
-        f"{fmt_pct(th.get('busy_other_share'), 0)} of all cores, or {fmt_pct(th.get('busy_steal_share'), 0)} "
-        f"steal; unusable from {fmt_num(th.get('unusable_other_cores'))} core on its cores, "
-        f"{fmt_pct(th.get('unusable_other_share'), 0)} of all cores, or "
+        f"{fmt_num(th.get('busy_other_cores'))} core of other processes beyond the cores the measurement "
+        f"left free or above {fmt_pct(th.get('busy_other_share'), 0)} of all cores, or "
+        f"{fmt_pct(th.get('busy_steal_share'), 0)} steal; unusable when others took "
+        f"{fmt_num(th.get('unusable_excess_cores'))} core or more from the measurement's cores, or "
         f"{fmt_pct(th.get('unusable_steal_share'), 0)} steal."
     )
 
