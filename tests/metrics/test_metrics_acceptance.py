@@ -84,23 +84,44 @@ def test_all_rejected() -> None:
 
 
 def test_per_position_with_mixed_draft_lengths() -> None:
-    # a values 4,1,0,2,0,3; d values 4,4,2,4,4,4 (the d=0 step contributes nothing)
-    # pos1: d>=1: 6, a>=1: 4 (4,1,2,3)   -> 4/6;  conditional = 4/6
-    # pos2: d>=2: 6, a>=2: 3 (4,2,3)     -> 3/6;  conditional = 0.5 / (4/6) = 0.75
-    # pos3: d>=3: 5 (not the d=2), a>=3: 2 (4,3) -> 2/5; conditional = 0.4/0.5 = 0.8
-    # pos4: d>=4: 5, a>=4: 1 (4)         -> 1/5;  conditional = 0.2/0.4 = 0.5
+    # (d, a) = (4,4) (4,1) (2,0) (4,2) (4,0) (4,3); the d=0 step contributes nothing
+    # pos1: drafted 6, reached 6 (every step tests position 1), accepted 4 (4,1,2,3) -> q = 4/6
+    # pos2: drafted 6, reached = d>=2 and a>=1: (4,4) (4,1) (4,2) (4,3) = 4, accepted 3 -> q = 3/4
+    # pos3: drafted 5, reached = d>=3 and a>=2: (4,4) (4,2) (4,3) = 3, accepted 2 -> q = 2/3
+    # pos4: drafted 5, reached = d>=4 and a>=3: (4,4) (4,3) = 2, accepted 1 -> q = 1/2
+    # P = 4/6, 4/6·3/4 = 1/2, 1/2·2/3 = 1/3, 1/3·1/2 = 1/6
     positions = per_position_acceptance(spec_run().requests)
     assert [p.position for p in positions] == [1, 2, 3, 4]
     assert [p.count for p in positions] == [6, 6, 5, 5]
+    assert [p.reached for p in positions] == [6, 4, 3, 2]
     assert [p.accepted for p in positions] == [4, 3, 2, 1]
-    assert [p.cumulative for p in positions] == pytest.approx([4 / 6, 3 / 6, 2 / 5, 1 / 5])
-    assert [p.conditional for p in positions] == pytest.approx([4 / 6, 0.75, 0.8, 0.5])
+    assert [p.conditional for p in positions] == pytest.approx([4 / 6, 3 / 4, 2 / 3, 1 / 2])
+    assert [p.cumulative for p in positions] == pytest.approx([4 / 6, 1 / 2, 1 / 3, 1 / 6])
+
+
+def test_cumulative_never_rises_when_drafts_are_shortened() -> None:
+    # issue 20: (1,0)×3 + (2,2) gave "cumulative" [0.25, 1.0]: position 2 divided by the one step that
+    # drafted it, which had accepted position 1. Product-limit: q = [1/4, 1/1], P = [0.25, 0.25].
+    positions = per_position_acceptance([step(1, 0)] * 3 + [step(2, 2)])
+    assert [p.cumulative for p in positions] == pytest.approx([0.25, 0.25])
+    assert [p.conditional for p in positions] == pytest.approx([0.25, 1.0])
+
+
+def test_conditional_never_exceeds_one_when_drafts_are_shortened() -> None:
+    # issue 12 saw "0.00/1.02": the conditional was a ratio of cumulative rates with different
+    # denominators. 10×(4,4) + 2×(4,1) + 20×(1,0) (short drafts near the token limit, rejected) gave
+    # P_0 = 12/32, P_1 = 10/12, so "conditional" 2.22. Now q_i = accepted / reached:
+    # pos1: reached 32, accepted 12; pos2: reached (d>=2, a>=1) 12, accepted 10; pos3, pos4: 10 of 10.
+    positions = per_position_acceptance([step(4, 4)] * 10 + [step(4, 1)] * 2 + [step(1, 0)] * 20)
+    assert [p.conditional for p in positions] == pytest.approx([12 / 32, 10 / 12, 1.0, 1.0])
+    assert [p.cumulative for p in positions] == pytest.approx([12 / 32, 10 / 32, 10 / 32, 10 / 32])
 
 
 def test_per_position_pads_to_requested_length() -> None:
     # Only d = 2 was drafted; asking for 4 positions gives two empty ones.
     positions = per_position_acceptance([step(2, 1)], positions=4)
     assert [p.count for p in positions] == [1, 1, 0, 0]
+    assert [p.reached for p in positions] == [1, 1, 0, 0]
     assert [p.cumulative for p in positions] == [1.0, 0.0, None, None]
     assert [p.conditional for p in positions] == [1.0, 0.0, None, None]
 

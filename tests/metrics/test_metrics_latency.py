@@ -10,9 +10,11 @@ from metrics_builders import emissions, request, spec_run
 from specmeter.metrics.latency import (
     chunk_gaps,
     count_stalls,
+    decode_tokens_per_second,
     jitter,
     per_token_gaps,
     percentiles,
+    stall_indexes,
     stalls,
     tail_ratio,
     tokens_per_second,
@@ -36,6 +38,18 @@ def test_tpot_from_emission_times() -> None:
 def test_tpot_without_emissions_uses_latency_minus_ttft() -> None:
     # (2.0 − 0.5)/(4 − 1) = 0.5
     assert tpot(request("a", output_tokens=4, latency_s=2.0, ttft_s=0.5)) == pytest.approx(0.5)
+
+
+def test_tpot_with_a_multi_token_first_chunk_is_per_token_after_the_first_token() -> None:
+    # issue 20: 3, 1, 1 tokens at 0.1, 0.2, 0.3 s. TPOT divides the time after the first token by the
+    # N − 1 = 4 tokens after it, as vLLM's and genai-perf's TPOT do: 0.2/4 = 0.05 s — the two tokens that
+    # rode in the first chunk came for free. The rhythm after the first chunk, 0.1 s per token, is the
+    # per-token gap (docs/metrics.md "TPOT" says which is which and why).
+    r = request("a", output_tokens=5, ttft_s=0.1, latency_s=0.3, emitted=emissions((0.1, 3), (0.2, 1), (0.3, 1)))
+    assert tpot(r) == pytest.approx(0.05)
+    assert per_token_gaps(r) == pytest.approx([0.1, 0.1])
+    # and the pooled decode throughput is its inverse: 4 tokens over 0.2 s
+    assert decode_tokens_per_second([r]) == pytest.approx(1 / 0.05)
 
 
 def test_tpot_single_token_and_empty_outputs() -> None:
@@ -110,6 +124,27 @@ def test_stalls_relative_to_the_request_median() -> None:
     assert chunk_gaps(even) == [1.0, 1.0, 3.0]
     assert stalls(even) == 0
     assert stalls(even, factor=2.0) == 1
+
+
+def test_zero_gaps_neither_set_the_rhythm_nor_stall() -> None:
+    # issue 20: emissions at 0.10, 0.10, 0.10, 0.10, 0.11 (SSE events of one network read share a time)
+    # had median gap 0, threshold 3 × 0, and the one real 10 ms gap counted as a stall.
+    burst = request("a", output_tokens=5, emitted=emissions(*[(0.10, 1)] * 4, (0.11, 1)))
+    assert chunk_gaps(burst) == pytest.approx([0.0, 0.0, 0.0, 0.01])
+    assert stalls(burst) == 0
+    assert count_stalls([burst]) == (0, 4)
+    # the rhythm is the median of the non-zero gaps: 0.1, 0.1, 0.7 -> 0.1; the 0.7 s pause is a stall
+    paused = request("b", output_tokens=6, emitted=emissions((0.0, 1), (0.0, 1), (0.1, 1), (0.2, 1), (0.9, 1)))
+    assert stall_indexes(paused) == [3]
+    # all gaps zero: one burst, no rhythm, no stall
+    assert stalls(request("c", output_tokens=3, emitted=emissions(*[(0.5, 1)] * 3))) == 0
+
+
+def test_tokens_per_second_is_end_to_end_and_decode_throughput_is_separate() -> None:
+    # N / Σ latency counts prefill and the first token; decode throughput is (N − 1) / Σ(latency − TTFT):
+    # 9 + 6 tokens over 0.5 + 1.3 s in the worked example
+    assert decode_tokens_per_second(spec_run().requests) == pytest.approx(15 / 1.8)
+    assert decode_tokens_per_second([request("a", output_tokens=1)]) is None
 
 
 def test_tokens_per_second() -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from metrics_builders import CURVE, baseline_run, request, spec_run
+from metrics_builders import CURVE, baseline_run, request, spec_run, step
 
+from specmeter.metrics.costmodel import step_mix
 from specmeter.metrics.records import CostCurve
 from specmeter.metrics.speedup import (
     cost_ratio,
@@ -51,29 +52,50 @@ def test_speedup_leviathan() -> None:
 
 
 def test_speedup_calibrated() -> None:
-    # τ = 8/3, k = 4: τ·t_T(1)/(4·t_D(1) + t_T(5)) = (8/3)·0.010/(0.008 + 0.014) = 0.08/0.066 = 40/33
-    assert speedup_calibrated(8 / 3, 4, CURVE) == pytest.approx(40 / 33)
+    # Three full steps at k = 4 accepting 4, 1, 3: τ = 1 + 8/3; every step costs 4·t_D(1) + t_T(5) = 22 ms,
+    # so E_cal = τ·t_T(1)/22 ms = (11/3)·10/22 = 5/3 — the full-draft form τ·t_T(1)/(k·t_D(1) + t_T(k+1))
+    assert speedup_calibrated(step_mix([step(4, 4), step(4, 1), step(4, 3)]), CURVE) == pytest.approx(5 / 3)
     # k + 1 beyond the measured curve: t_T is extrapolated by CostCurve (0.014 + 0.001 = 0.015 for n = 6)
-    # τ = 3, k = 5: 3·0.010/(5·0.002 + 0.015) = 0.03/0.025 = 1.2
-    assert speedup_calibrated(3.0, 5, CURVE) == pytest.approx(1.2)
-    assert speedup_calibrated(None, 4, CURVE) is None
-    assert speedup_calibrated(2.0, 4, None) is None
-    assert speedup_calibrated(2.0, 1, CostCurve(target_s=(0.0, 0.0), draft_s=0.0)) is None  # zero guard
+    # two steps (5,2): τ = 3; 3·0.010/(5·0.002 + 0.015) = 0.03/0.025 = 1.2
+    assert speedup_calibrated(step_mix([step(5, 2)] * 2), CURVE) == pytest.approx(1.2)
+    assert speedup_calibrated(None, CURVE) is None
+    assert speedup_calibrated(step_mix([step(4, 1)]), None) is None
+    assert speedup_calibrated(step_mix([step(0, 0)]), CURVE) is None  # no verification step
+    zero = CostCurve(target_s=(0.0, 0.0), draft_s=0.0)
+    assert speedup_calibrated(step_mix([step(1, 1)]), zero) is None  # zero guard
 
 
-def test_predict_speedup_calibrated_from_per_position() -> None:
-    cumulative = [4 / 6, 0.5, 0.4, 0.2]
-    # k = 2: τ(2) = 1 + 4/6 + 0.5 = 13/6; E = (13/6)·0.010/(2·0.002 + t_T(3) = 0.012) = 0.021667/0.016
-    assert predict_speedup_calibrated(cumulative, 2, CURVE) == pytest.approx((13 / 6) * 0.010 / 0.016)
-    # k = 4 uses all positions: τ = 1 + 4/6 + 0.5 + 0.4 + 0.2 = 2.7667; / (0.008 + 0.014)
-    assert predict_speedup_calibrated(cumulative, 4, CURVE) == pytest.approx(
-        (1 + 4 / 6 + 1.1) * 0.010 / 0.022
-    )
-    assert predict_speedup_calibrated(cumulative, 5, CURVE) is None  # position 5 never measured
-    assert predict_speedup_calibrated([0.5, None], 2, CURVE) is None
-    assert predict_speedup_calibrated(cumulative, 1, None) is None
+def test_speedup_calibrated_prices_each_step_with_its_own_draft_length() -> None:
+    # issue 20: steps [(d=4, a=4), (d=1, a=1)] × 10 with a flat t_T = 10 ms and t_D = 2 ms. The baseline
+    # would spend 70 one-token forwards (700 ms) on the 70 tokens; speculation spent 10·(4·2 + 10) +
+    # 10·(1·2 + 10) = 300 ms: E_cal = 70/30. Charging every step k = 4 draft forwards and t_T(5) gave
+    # τ = 3.5 over 18 ms per step: 35/18 = 1.944.
+    flat = CostCurve(target_s=(0.010,) * 5, draft_s=0.002)
+    steps = [step(4, 4), step(1, 1)] * 10
+    assert speedup_calibrated(step_mix(steps), flat) == pytest.approx(70 / 30)
+    # target-only steps are not verification steps: they leave E_cal alone (as they leave τ)
+    assert speedup_calibrated(step_mix([*steps, step(0, 0)]), flat) == pytest.approx(70 / 30)
+
+
+def test_predict_speedup_calibrated_from_conditional_rates() -> None:
+    conditional = [0.5, 0.5, 0.5, 0.5]
+    # One request of 3 decode tokens at k = 2, shortened at the limit (d = min(k, left − 1)):
+    #   3 left: d = 2, a = 0 (1/2) -> 2 left; a = 1 (1/4) -> 1 left; a = 2 (1/4) -> done
+    #   2 left: d = 1, a = 0 (1/2) -> 1 left; a = 1 (1/2) -> done
+    #   1 left: a target-only forward.
+    # E[steps with d=2] = 1, E[steps with d=1] = 1/2, credited 1.75 + 1/2·1.5 = 2.5 tokens
+    # priced: 1·(2·2 + 12) + 1/2·(2 + 11) = 22.5 ms; E_cal = 2.5·10/22.5 = 10/9
+    assert predict_speedup_calibrated([(3, True)], conditional, 2, CURVE) == pytest.approx(10 / 9)
+    # without shortening (an EOS ends the output) every step drafts k
+    # long outputs approach the full-draft form τ(k)·t_T(1)/(k·t_D(1) + t_T(k+1)) = 1.75·10/16
+    long = predict_speedup_calibrated([(100_000, False)], conditional, 2, CURVE)
+    assert long == pytest.approx(1.75 * 10 / 16, rel=1e-4)
+    assert predict_speedup_calibrated([(3, True)], conditional, 5, CURVE) is None  # position 5 not measured
+    assert predict_speedup_calibrated([(3, True)], [0.5, None], 2, CURVE) is None
+    assert predict_speedup_calibrated([(3, True)], [0.0, None], 2, CURVE) is not None  # never reached
+    assert predict_speedup_calibrated([(3, True)], conditional, 1, None) is None
     with pytest.raises(ValueError):
-        predict_speedup_calibrated(cumulative, 0, CURVE)
+        predict_speedup_calibrated([(3, True)], conditional, 0, CURVE)
 
 
 def test_speedup_measured_end_to_end_and_decode_only() -> None:

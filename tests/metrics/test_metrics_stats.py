@@ -9,28 +9,35 @@ from specmeter.metrics import stats
 from specmeter.metrics.stats import bootstrap_ratio_ci, paired_speedup_ci
 
 
-def test_fewer_than_two_requests_gives_none() -> None:
-    assert bootstrap_ratio_ci([], []) is None
-    assert bootstrap_ratio_ci([3.0], [4.0]) is None
-    assert paired_speedup_ci([1.0], [0.5]) is None
+def test_too_few_requests_give_no_interval() -> None:
+    # below MIN_CI_REQUESTS (docs/metrics.md "Statistics": measured coverage) no interval is printed
+    assert stats.MIN_CI_REQUESTS == 10
+    nine = [float(i) for i in range(1, 10)]
+    assert bootstrap_ratio_ci(nine, [x + 1 for x in nine]) is None
+    assert paired_speedup_ci(nine, nine) is None
+    assert bootstrap_ratio_ci([*nine, 10.0], [*[x + 1 for x in nine], 11.0]) is not None
+    # the hand-checkable cases below lower the threshold; one request never has an interval
+    assert bootstrap_ratio_ci([], [], min_requests=2) is None
+    assert bootstrap_ratio_ci([3.0], [4.0], min_requests=1) is None
+    assert paired_speedup_ci([1.0], [0.5], min_requests=2) is None
 
 
 def test_constant_ratio_gives_a_degenerate_interval() -> None:
     # every request has A/D = 0.5, so every resample's ΣA/ΣD is 0.5
-    lo, hi = bootstrap_ratio_ci([1.0, 2.0, 3.0], [2.0, 4.0, 6.0]) or (None, None)
+    lo, hi = bootstrap_ratio_ci([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], min_requests=2) or (None, None)
     assert lo == pytest.approx(0.5) and hi == pytest.approx(0.5)
 
 
 def test_interval_lies_within_the_possible_resample_ratios() -> None:
     # Two requests: A/D = 1/4 and 3/4. A resample is {r1,r1} (0.25), {r1,r2} (4/8 = 0.5) or {r2,r2} (0.75),
     # so the interval lies in [0.25, 0.75] and, with P(0.25) = P(0.75) = 1/4, reaches both ends.
-    ci = bootstrap_ratio_ci([1.0, 3.0], [4.0, 4.0])
+    ci = bootstrap_ratio_ci([1.0, 3.0], [4.0, 4.0], min_requests=2)
     assert ci == pytest.approx((0.25, 0.75))
 
 
 def test_paired_speedup_ci_resamples_pairs_together() -> None:
     # worked example pairs: a 1.2/0.6 = 2.0, b 2.1/1.5 = 1.4; both: 3.3/2.1 = 1.571
-    ci = paired_speedup_ci([1.2, 2.1], [0.6, 1.5])
+    ci = paired_speedup_ci([1.2, 2.1], [0.6, 1.5], min_requests=2)
     assert ci is not None
     assert ci == pytest.approx((1.4, 2.0))
     # if pairs were broken (baseline of one request over spec of another) 2.1/0.6 = 3.5 could appear
@@ -60,8 +67,8 @@ def test_blocks_do_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_zero_denominator_resamples_are_dropped() -> None:
     # request 2 drafted nothing; resamples of only request 2 have no ratio and are left out,
     # every other resample has ratio 0.5 (only request 1 contributes)
-    assert bootstrap_ratio_ci([1.0, 0.0], [2.0, 0.0]) == pytest.approx((0.5, 0.5))
-    assert bootstrap_ratio_ci([0.0, 0.0], [0.0, 0.0]) is None
+    assert bootstrap_ratio_ci([1.0, 0.0], [2.0, 0.0], min_requests=2) == pytest.approx((0.5, 0.5))
+    assert bootstrap_ratio_ci([0.0, 0.0], [0.0, 0.0], min_requests=2) is None
 
 
 def test_argument_checks() -> None:

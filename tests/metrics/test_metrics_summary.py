@@ -18,10 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dataclasses import replace
+
 import pytest
 from metrics_builders import DRAFT, baseline_run, emissions, request, run, spec_run, step
 
-from specmeter.metrics import SUMMARY_KEYS, danger_zone, summarize, summarize_by_category
+from specmeter.metrics import SUMMARY_KEYS, RunRecord, danger_zone, summarize, summarize_by_category
 
 RESULTS_MD = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
@@ -59,23 +61,32 @@ def test_worked_example_summary() -> None:
     assert s["acceptance_rate"] == pytest.approx(10 / 22)  # α
     assert s["beta"] == pytest.approx(10 / 15)  # β = A/(A+R)
     assert s["acceptance_length"] == pytest.approx(1 + 10 / 6)  # τ
+    # q_i = accepted / reached and P_i their running product (test_metrics_acceptance has the counts)
     assert s["per_position"] == [
-        {"position": 1, "cumulative": pytest.approx(4 / 6), "conditional": pytest.approx(4 / 6), "count": 6},
-        {"position": 2, "cumulative": pytest.approx(0.5), "conditional": pytest.approx(0.75), "count": 6},
-        {"position": 3, "cumulative": pytest.approx(0.4), "conditional": pytest.approx(0.8), "count": 5},
-        {"position": 4, "cumulative": pytest.approx(0.2), "conditional": pytest.approx(0.5), "count": 5},
-    ]
-    # c = 2/10; E_seed = 1/(1 − (10/22)·0.8) = 22/14; E_lev = (211/81)/1.8; E_cal = (8/3)·10/(8 + 14) = 40/33
+        {"position": 1, "cumulative": pytest.approx(4 / 6), "conditional": pytest.approx(4 / 6), "count": 6,
+         "reached": 6},
+        {"position": 2, "cumulative": pytest.approx(1 / 2), "conditional": pytest.approx(3 / 4), "count": 6,
+         "reached": 4},
+        {"position": 3, "cumulative": pytest.approx(1 / 3), "conditional": pytest.approx(2 / 3), "count": 5,
+         "reached": 3},
+        {"position": 4, "cumulative": pytest.approx(1 / 6), "conditional": pytest.approx(1 / 2), "count": 5,
+         "reached": 2},
+    ]  # fmt: skip
+    # c = 2/10; E_seed = 1/(1 − (10/22)·0.8) = 22/14; E_lev = (211/81)/1.8
     assert s["cost_ratio"] == pytest.approx(0.2)
     assert s["cost_curve"] == {"target_ms": pytest.approx([10, 11, 12, 13, 14]), "draft_ms": pytest.approx(2)}
     assert s["speedup_seed"] == pytest.approx(22 / 14)
     assert s["speedup_leviathan"] == pytest.approx(211 / 81 / 1.8)
-    assert s["speedup_calibrated"] == pytest.approx(40 / 33)
+    # E_cal prices each step with its own d: Σ(a+1) = 5+2+1+3+1+4 = 16 tokens × t_T(1) = 160 ms against
+    # five d=4 steps (8 + 14 ms) and one d=2 step (4 + 12 ms) = 126 ms
+    assert s["speedup_calibrated"] == pytest.approx(160 / 126)
+    by_k = s["speedup_calibrated_by_k"]
+    assert isinstance(by_k, list) and [row["k"] for row in by_k] == [1, 2, 3, 4]
     # E_meas = (1.2 + 2.1)/(0.6 + 1.5); decode-only (1.1 + 1.9)/(0.5 + 1.3)
     assert s["speedup_measured"] == pytest.approx(3.3 / 2.1)
     assert s["speedup_measured_decode"] == pytest.approx(3.0 / 1.8)
-    # paired resamples of two requests give 2.0 (a twice), 1.571 (both) or 1.4 (b twice)
-    assert s["speedup_measured_ci"] == pytest.approx([1.4, 2.0])
+    # two requests are too few for an interval (docs/metrics.md, "Statistics")
+    assert s["speedup_measured_ci"] is None and s["acceptance_rate_ci"] is None
     # TTFT 0.1, 0.2 s: p50 150, p90 190, p99 199, mean 150 ms
     assert s["ttft_ms"] == pytest.approx({"p50": 150.0, "p90": 190.0, "p99": 199.0, "mean": 150.0})
     # TPOT a 0.5/9, b 1.3/6 -> mean = p50 = (55.56 + 216.67)/2 ms
@@ -92,6 +103,8 @@ def test_worked_example_summary() -> None:
     assert s["jitter"] == pytest.approx(math.sqrt(4.6) / 1.8)
     assert (s["stalls"], s["stall_rate"]) == (1, pytest.approx(1 / 7))
     assert s["tokens_per_s"] == pytest.approx(17 / 2.1)
+    # decode: 9 + 6 tokens after the first over (0.6 − 0.1) + (1.5 − 0.2) = 1.8 s
+    assert s["decode_tokens_per_s"] == pytest.approx(15 / 1.8)
     # memory: context = max(20 + 10, 30 + 7) = 37 -> extra = 100 + 2·37 = 174 B
     assert s["weight_bytes"] == {"target": 1000, "draft": 100}
     assert s["kv_bytes_per_token"] == {"target": 10, "draft": 2}
@@ -100,13 +113,23 @@ def test_worked_example_summary() -> None:
     assert s["weight_traffic_per_token"] == pytest.approx(9200 / 15)
     assert s["baseline_weight_traffic_per_token"] == 1000
     assert s["bandwidth_efficiency"] == pytest.approx((1000 - 9200 / 15) / (174 / 2**30))
+    # achieved: 9200 weight bytes read over 1.8 s of decode; no copy bandwidth measured -> no fraction
+    assert s["achieved_bytes_per_s"] == pytest.approx(9200 / 1.8)
+    assert s["copy_bytes_per_s"] is None and s["bandwidth_fraction"] is None
     # α = 0.4545 < 0.5; E_meas 1.57 is fine
     assert s["danger_zone"] is True
     assert s["danger_reasons"] == ["acceptance rate 0.45 < 0.50: most drafted tokens are thrown away"]
 
 
 def test_confidence_intervals_bracket_the_point_estimates() -> None:
-    s = summarize(spec_run(), baseline_run())
+    # the worked example's two requests, five times over (ids kept distinct): ten requests get intervals
+    base, spec = baseline_run(), spec_run()
+
+    def times(r: RunRecord, n: int) -> RunRecord:
+        reqs = [replace(q, id=f"{q.id}{i}") for i in range(n) for q in r.requests]
+        return replace(r, requests=tuple(reqs))
+
+    s = summarize(times(spec, 5), times(base, 5))
     for key, ci_key in [
         ("acceptance_rate", "acceptance_rate_ci"),
         ("beta", "beta_ci"),
@@ -116,10 +139,13 @@ def test_confidence_intervals_bracket_the_point_estimates() -> None:
         ci = s[ci_key]
         assert isinstance(ci, list) and len(ci) == 2
         assert ci[0] <= s[key] <= ci[1]
-    # α per request: a 5/10, b 5/12; resamples give 0.5, 10/22 or 5/12, so the CI is [5/12, 0.5]
-    assert s["acceptance_rate_ci"] == pytest.approx([5 / 12, 0.5])
+    # α per request: a 5/10, b 5/12; every resample's ratio lies between them
+    assert 5 / 12 <= s["acceptance_rate_ci"][0] <= s["acceptance_rate_ci"][1] <= 0.5  # type: ignore[index]
     # τ per request: a 1 + 5/3, b 1 + 5/3 -> both the same -> degenerate interval at 8/3
     assert s["acceptance_length_ci"] == pytest.approx([8 / 3, 8 / 3])
+    # one request fewer than the threshold: no interval at all
+    fewer = summarize(replace(spec, requests=times(spec, 5).requests[:9]), base)
+    assert fewer["acceptance_rate_ci"] is None and fewer["acceptance_length_ci"] is None
 
 
 def test_summary_is_strict_json() -> None:
@@ -191,7 +217,7 @@ def test_empty_run() -> None:
     s = summarize(run([]), run([], draft=None))
     assert (s["requests"], s["steps"], s["emitted_tokens"], s["stalls"]) == (0, 0, 0, 0)
     assert s["per_position"] == [
-        {"position": i, "cumulative": None, "conditional": None, "count": 0} for i in (1, 2, 3, 4)
+        {"position": i, "cumulative": None, "conditional": None, "count": 0, "reached": 0} for i in (1, 2, 3, 4)
     ]
     for key in (
         "acceptance_rate",
@@ -246,7 +272,7 @@ def test_all_accepted_run() -> None:
     assert (s["acceptance_rate"], s["beta"], s["acceptance_length"]) == (1.0, 1.0, 5.0)
     assert s["speedup_leviathan"] == pytest.approx(5 / 1.8)
     assert s["speedup_seed"] == pytest.approx(5.0)
-    assert s["acceptance_rate_ci"] == pytest.approx([1.0, 1.0])
+    assert s["acceptance_rate_ci"] is None  # two requests: too few for an interval
     assert s["danger_zone"] is False
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from selection_builders import CURVE, O0, O1, expected_speedup_decode, run
+import random
 
+import pytest
+from selection_builders import CURVE, DRAFT, O0, O1, TARGET, expected_speedup_decode, run
+
+from specmeter.metrics import RequestRecord, RunRecord, StepRecord, summarize
 from specmeter.selection.tune import ALL, analyse_tune, auto_holdout, explain_row
 
 
@@ -37,12 +40,14 @@ def test_rows_cover_every_k_up_to_k_max_with_measured_and_predicted_figures() ->
 
 
 def test_held_out_prediction_error_is_zero_when_the_model_holds() -> None:
+    # Predictions are expectations over acceptance, the synthetic blocks exact proportions: they differ by
+    # the expected overshoot of each request's last step, under 0.05% at these lengths.
     s = _section()
     for scope in (ALL, "general/chat", "legal/nda"):
         check = s["holdout_check"][scope]
         assert check["k"] == 2 and check["source_k"] == 4
         for name in ("acceptance_length", "speedup_calibrated", "speedup_measured_decode"):
-            assert check[name]["error"] == pytest.approx(0.0, abs=1e-9), (scope, name)
+            assert check[name]["error"] == pytest.approx(0.0, abs=5e-4), (scope, name)
     general = s["holdout_check"]["general/chat"]["speedup_measured_decode"]
     assert general["measured"] == pytest.approx(expected_speedup_decode(2, 0.5))
     # the overhead was fitted without k = 2 and still found the line the records follow
@@ -64,7 +69,7 @@ def test_k_not_run_is_predicted_from_the_source() -> None:
     s = analyse_tune(run(0), [run(1), run(4)], CURVE, k_max=4, holdout=None)
     rows = s["by_k"]["general/chat"]
     assert [r["run"] for r in rows] == [True, False, False, True]
-    assert rows[2]["speedup_predicted"] == pytest.approx(expected_speedup_decode(3, 0.5))
+    assert rows[2]["speedup_predicted"] == pytest.approx(expected_speedup_decode(3, 0.5), rel=1e-3)
     assert s["holdout_check"] is None
     # best predicted k may be one that was never run; the legal category (β = 1) keeps growing with k
     assert s["best_k"]["legal/nda"]["predicted"]["k"] == 4
@@ -91,3 +96,38 @@ def test_explanation_walks_from_e_lev_to_e_meas() -> None:
     assert any("E_meas decode-only" in line for line in lines)
     assert lines[-1].endswith(f"E_meas {row['speedup_measured']:.2f}×.")
     assert s["explanation"] == explain_row(s["by_k"][ALL][s["best_k"][ALL]["measured"]["k"] - 1])
+
+
+def _engine_run(k: int, budget: int, n: int, seed: int, draft: bool = True) -> RunRecord:
+    """Requests that end at the token limit, decoded with the engine's rule d = min(k, tokens left − 1)."""
+    rng = random.Random(seed)
+    requests = []
+    for i in range(n):
+        steps, left = [], budget
+        while left > 0:
+            d = min(k, left - 1) if draft else 0
+            a = 0
+            while a < d and rng.random() < 0.8:
+                a += 1
+            steps.append(StepRecord(d, a, a + 1, 0.0, 0.0, d))
+            left -= a + 1
+        latency = 0.05 + sum(CURVE.step_s(s.drafted) for s in steps)
+        requests.append(RequestRecord(f"r{i}", "c", 5, budget + 1, latency, 0.05, 0.05, steps=tuple(steps)))
+    return RunRecord(TARGET, DRAFT if draft else None, k if draft else 0, 0.0, 1.0, tuple(requests), CURVE)
+
+
+def test_tune_predicts_the_e_cal_bench_measures_when_drafts_are_short() -> None:
+    # issue 20: `bench --k 4,8 --max-tokens 16` — bench's E_cal and tune's prediction for the same run
+    # disagreed (1.270 vs 1.421 at k = 8). One definition: the source run's own prediction matches the
+    # E_cal its summary reports, and both price the short last drafts.
+    base = _engine_run(0, 15, 300, 1, draft=False)
+    runs = [_engine_run(4, 15, 300, 2), _engine_run(8, 15, 300, 3)]
+    s = analyse_tune(base, runs, CURVE, k_max=8, holdout=None)
+    row = s["by_k"][ALL][7]
+    assert row["speedup_calibrated"] == pytest.approx(summarize(runs[1], base)["speedup_calibrated"])
+    assert row["speedup_calibrated_predicted"] == pytest.approx(row["speedup_calibrated"], rel=0.03)
+    assert row["acceptance_length_predicted"] == pytest.approx(row["acceptance_length"], rel=0.03)
+    assert row["gap"]["short_drafts"] is not None and row["gap"]["short_drafts"] > 1.05
+    # k = 4 was run too and is predicted from k = 8's rates
+    four = s["by_k"][ALL][3]
+    assert four["speedup_calibrated_predicted"] == pytest.approx(four["speedup_calibrated"], rel=0.03)

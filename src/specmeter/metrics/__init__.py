@@ -1,6 +1,6 @@
 """Pure metric functions over recorded runs: acceptance, speedup, latency, memory, statistics, summaries.
 
-Definitions are DESIGN.md's "Metric definitions" and are explained in docs/metrics.md. Nothing in this
+Every definition is stated once, in docs/metrics.md, and implemented here. Nothing in this
 package imports torch, so reports, stores and monitors that use it load and test fast.
 """
 
@@ -20,9 +20,11 @@ from specmeter.metrics.latency import (
     STALL_FACTOR,
     chunk_gaps,
     count_stalls,
+    decode_tokens_per_second,
     jitter,
     per_token_gaps,
     percentiles,
+    stall_indexes,
     stalls,
     tail_ratio,
     tokens_per_second,
@@ -95,6 +97,7 @@ __all__ = [
     "cost_ratio",
     "count_stalls",
     "danger_zone",
+    "decode_tokens_per_second",
     "expected_acceptance_length",
     "expected_acceptance_rate",
     "extra_memory_bytes",
@@ -111,6 +114,7 @@ __all__ = [
     "speedup_leviathan",
     "speedup_measured",
     "speedup_seed",
+    "stall_indexes",
     "stalls",
     "summarize",
     "summarize_by_category",

@@ -1,7 +1,7 @@
 """Acceptance statistics of a run: how many drafted tokens the target kept, and where they were lost.
 
-Names follow DESIGN.md "Metric definitions": S, D, A, N, R, α (draft acceptance rate), τ (mean acceptance
-length), P_i (per-position acceptance) and β (per-token acceptance probability, Leviathan et al.'s α).
+Names follow docs/metrics.md: S, D, A, N, R, α (draft acceptance rate), τ (mean acceptance length), q_i and
+P_i (per-position acceptance) and β (per-token acceptance probability, Leviathan et al.'s α).
 Every function is pure; anything undefined (no steps, nothing drafted) is ``None``, never NaN, so that a
 summary stays valid JSON and a missing figure cannot be mistaken for a measured one.
 """
@@ -42,13 +42,20 @@ class AcceptanceCounts:
 
 @dataclass(frozen=True)
 class PositionAcceptance:
-    """Acceptance at draft position ``position`` (1-based; P_i in DESIGN.md is position i+1)."""
+    """Acceptance at draft position ``position`` (1-based; P_i in docs/metrics.md is position i+1).
+
+    Three step counts, each a subset of the one before: ``count`` steps drafted this far, ``reached`` of
+    them had every earlier position accepted (they put this position to the test), ``accepted`` of those
+    accepted it. ``conditional`` = accepted / reached and ``cumulative`` = the product of the conditionals
+    up to here, so both lie in [0, 1] and the cumulative never rises with the position.
+    """
 
     position: int
     accepted: int  # #{s: a_s >= position}
     count: int  # #{s: d_s >= position}, the steps that drafted this far
-    cumulative: float | None  # accepted / count
-    conditional: float | None  # cumulative / previous cumulative; position 1: the cumulative itself
+    reached: int  # #{s: d_s >= position and a_s >= position - 1}
+    cumulative: float | None  # P_i = Π_{j<=i} conditional_j
+    conditional: float | None  # accepted / reached
 
 
 def iter_steps(items: Iterable[StepRecord | RequestRecord]) -> Iterator[StepRecord]:
@@ -128,41 +135,52 @@ def beta_mle(counts: AcceptanceCounts) -> float | None:
 def per_position_acceptance(
     items: Iterable[StepRecord | RequestRecord], *, positions: int | None = None
 ) -> list[PositionAcceptance]:
-    """P_i = #{s: a_s ≥ i+1} / #{s: d_s ≥ i+1} for each draft position, with the conditional rate.
+    """Per draft position: q_i = #{s: a_s ≥ i+1} / #{s: d_s ≥ i+1, a_s ≥ i} and P_i = q_0 · … · q_i.
 
-    The list runs to the longest draft seen, or to ``positions`` if that is longer (such positions have
-    count 0 and rates None). The denominator is the steps that actually drafted that far, so requests
-    whose last steps drafted fewer than k tokens do not dilute the later positions.
+    q_i (``conditional``) is the chance position i+1 is accepted given the step drafted it and accepted
+    every earlier position; P_i (``cumulative``) is the chance that a draft of at least i+1 tokens has its
+    first i+1 all accepted. A step that drafted fewer tokens (near the token limit) says nothing about the
+    positions it did not draft, so it leaves the denominators there — the product-limit (Kaplan–Meier)
+    estimate with the draft length as the censoring point. Both rates stay in [0, 1], P_i never rises with
+    i, and when every step drafted the same number of tokens P_i = #{s: a_s ≥ i+1} / S.
+
+    The list runs to the longest draft seen, or to ``positions`` if that is longer. A position nobody
+    drafted has rates None; q_i is None when no step reached position i+1, and P_i is then 0 if an earlier
+    P already was (nothing gets that far), else None.
     """
-    reached: list[int] = []  # reached[i] = #{s: d_s >= i+1}
+    drafted_to: list[int] = []  # drafted_to[i] = #{s: d_s >= i+1}
+    reached: list[int] = []  # reached[i] = #{s: d_s >= i+1 and a_s >= i}
     kept: list[int] = []  # kept[i] = #{s: a_s >= i+1}
     for step in iter_steps(items):
         _check(step)
-        while len(reached) < step.drafted:
+        while len(drafted_to) < step.drafted:
+            drafted_to.append(0)
             reached.append(0)
             kept.append(0)
+        # (d, a) = (4, 1): drafted_to += [1, 1, 1, 1], reached += [1, 1, 0, 0], kept += [1, 0, 0, 0]
         for i in range(step.drafted):
+            drafted_to[i] += 1
+        for i in range(min(step.accepted + 1, step.drafted)):
             reached[i] += 1
         for i in range(step.accepted):
             kept[i] += 1
-    while positions is not None and len(reached) < positions:
+    while positions is not None and len(drafted_to) < positions:
+        drafted_to.append(0)
         reached.append(0)
         kept.append(0)
 
     result: list[PositionAcceptance] = []
-    previous: float | None = None
-    for i, (count, accepted) in enumerate(zip(reached, kept, strict=True)):
-        cumulative = accepted / count if count else None
-        if i == 0:
-            conditional = cumulative
-        elif cumulative is None or previous is None or previous == 0.0:
-            # Nothing survived to the previous position, so "accepted given the previous one was"
-            # has no sample behind it.
-            conditional = None
-        else:
-            conditional = cumulative / previous
-        result.append(PositionAcceptance(i + 1, accepted, count, cumulative, conditional))
-        previous = cumulative
+    cumulative: float | None = 1.0  # P_{-1}: every draft gets past "no position"
+    for i, (count, tested, accepted) in enumerate(zip(drafted_to, reached, kept, strict=True)):
+        conditional = accepted / tested if tested else None
+        if count == 0:
+            cumulative = None  # never drafted this far: nothing measured, and nothing beyond either
+        elif cumulative is not None:
+            if conditional is not None:
+                cumulative *= conditional
+            elif cumulative > 0.0:
+                cumulative = None  # drafted this far only after rejections or shorter drafts: unknown
+        result.append(PositionAcceptance(i + 1, accepted, count, tested, cumulative, conditional))
     return result
 
 

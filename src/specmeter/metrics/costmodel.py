@@ -1,33 +1,42 @@
 """Cost model of the decode loop, fitted to measurements, and speedup predictions for k that were not run.
 
 ``tune`` runs a few draft lengths and must say which k is best, including k it did not run, and why the
-four speedups of a run differ. Two ingredients (docs/metrics.md, "choosing k"):
+four speedups of a run differ. Three ingredients (docs/metrics.md, "speedup, calibrated" and "choosing k"):
 
-* tokens per step at k: τ(k) = 1 + Σ_{i<k} P_i from the per-position acceptance measured at a larger k;
-* cost of a step at k: the forwards it runs, from the measured cost curve (d·t_D(1) + t_T(d+1)), plus what
-  the loop spends outside forwards — sampling, KV-cache bookkeeping, the draft catching up, Python. That
-  *engine overhead* is fitted from the runs themselves: per target forward it is close to a line in the
-  tokens drafted per forward, o(x) = o_0 + o_1·x, with the baseline (x = 0) as one point of the line.
+* the decode steps of a workload at k, as a :class:`StepMix` — counted from the records of a run
+  (:func:`step_mix`), or expected at another k (:func:`predict_step_mix`) from the per-position
+  conditional rates q_i measured at a larger k and each request's decode length, following the engine's
+  rule that a step drafts d = min(k, tokens left − 1) near the token limit;
+* the price of a step that drafts d tokens, ``CostCurve.step_s(d)`` = d·t_D(1) + t_T(d+1), the same for
+  measured and predicted steps (E_cal is :func:`specmeter.metrics.speedup.speedup_calibrated` of a mix);
+* what the loop spends outside forwards — sampling, KV-cache bookkeeping, the draft catching up, Python.
+  That *engine overhead* is fitted from the runs themselves: per target forward it is close to a line in
+  the tokens drafted per forward, o(x) = o_0 + o_1·x, with the baseline (x = 0) as one point of the line.
 
-A prediction of the decode-only E_meas at k is then τ(k) · u_base / (k·t_D(1) + t_T(k+1) + o(k)), u_base
-being the baseline's measured decode time per token. Without the overhead term it is E_cal
-(``speedup.predict_speedup_calibrated``). :func:`gap_factors` splits the distance from E_lev to E_meas into
-four multiplicative factors so each gap has a number. Pure functions, no torch.
+A prediction of the decode-only E_meas at k is then u_base·N / (Σ priced steps + o_0·forwards + o_1·D) of
+the predicted mix, u_base being the baseline's measured decode time per token. :func:`gap_factors` splits
+the distance from E_lev to E_meas into multiplicative factors so each gap has a number. Pure functions,
+numpy only, no torch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import median
 
-from specmeter.metrics.acceptance import expected_acceptance_length
-from specmeter.metrics.records import CostCurve, RequestRecord
+import numpy as np
+
+from specmeter.metrics.acceptance import expected_acceptance_length, iter_steps
+from specmeter.metrics.records import CostCurve, RequestRecord, StepRecord
 
 __all__ = [
+    "DecodeBudget",
     "DecodeTiming",
     "GapFactors",
     "LineFit",
+    "StepMix",
+    "decode_budgets",
     "decode_timing",
     "fit_cost_curve",
     "fit_line",
@@ -35,7 +44,10 @@ __all__ = [
     "gap_factors",
     "predict_acceptance_length",
     "predict_speedup",
+    "predict_step_mix",
+    "shortens_drafts",
     "step_cost_curve",
+    "step_mix",
     "verification_factor",
 ]
 
@@ -95,7 +107,10 @@ def verification_factor(curve: CostCurve | None, k: int) -> float | None:
 
 
 def predict_acceptance_length(cumulative: Sequence[float | None], k: int) -> float | None:
-    """τ(k) = 1 + Σ_{i<k} P_i from cumulative per-position rates; None when a position was never measured."""
+    """τ(k) = 1 + Σ_{i<k} P_i when every step drafts k tokens (long outputs); None for an unmeasured position.
+
+    Steps near the token limit draft fewer; :func:`predict_step_mix` accounts for them.
+    """
     if k < 1:
         raise ValueError("k must be >= 1")
     if k > len(cumulative):
@@ -104,6 +119,174 @@ def predict_acceptance_length(cumulative: Sequence[float | None], k: int) -> flo
     if any(p is None for p in rates):
         return None
     return 1.0 + sum(p for p in rates if p is not None)
+
+
+@dataclass(frozen=True)
+class StepMix:
+    """The decode steps of a workload at one draft length: totals of a run, or expectations of a model.
+
+    Kept by draft length and free of times, so any cost curve prices it (``CostCurve.step_s``). Over the
+    verification steps (d_s ≥ 1) ``credited`` is Σ (a_s + 1), the tokens the steps produced as the verifier
+    decided (EOS cuts ignored, as in τ); ``target_only`` counts the d = 0 forwards and ``tokens`` every token
+    appended by decode.
+    """
+
+    by_length: Mapping[int, float] = field(default_factory=dict)  # verification steps per draft length
+    credited: float = 0.0
+    target_only: float = 0.0
+    tokens: float = 0.0
+
+    @property
+    def steps(self) -> float:
+        """S, the verification steps."""
+        return float(sum(self.by_length.values()))
+
+    @property
+    def drafted(self) -> float:
+        """D = Σ d_s."""
+        return float(sum(d * n for d, n in self.by_length.items()))
+
+    @property
+    def acceptance_length(self) -> float | None:
+        """τ = Σ (a_s + 1) / S = 1 + A/S; None without verification steps."""
+        steps = self.steps
+        return self.credited / steps if steps > 0 else None
+
+    def step_s(self, curve: CostCurve) -> float:
+        """Σ over verification steps of d_s·t_D(1) + t_T(d_s + 1)."""
+        return sum(n * curve.step_s(d) for d, n in self.by_length.items())
+
+    def decode_s(self, curve: CostCurve) -> float:
+        """Every decode forward priced by the curve: verification steps plus target-only forwards."""
+        return self.step_s(curve) + self.target_only * curve.t_target(1)
+
+    def __add__(self, other: StepMix) -> StepMix:
+        lengths = dict(self.by_length)
+        for d, n in other.by_length.items():
+            lengths[d] = lengths.get(d, 0.0) + n
+        return StepMix(
+            lengths,
+            self.credited + other.credited,
+            self.target_only + other.target_only,
+            self.tokens + other.tokens,
+        )
+
+
+def step_mix(items: Iterable[StepRecord | RequestRecord]) -> StepMix:
+    """The measured :class:`StepMix` of steps (or of requests' steps)."""
+    lengths: dict[int, float] = {}
+    credited = target_only = tokens = 0.0
+    for step in iter_steps(items):
+        tokens += step.emitted
+        if step.drafted == 0:
+            target_only += 1
+            continue
+        lengths[step.drafted] = lengths.get(step.drafted, 0.0) + 1
+        credited += step.accepted + 1
+    return StepMix(lengths, credited, target_only, tokens)
+
+
+# (decode tokens, whether the token limit shortens the last drafts): what the engine's step rule needs
+DecodeBudget = tuple[int, bool]
+
+
+def shortens_drafts(requests: Iterable[RequestRecord], k: int) -> bool:
+    """Whether a run at k shows the engine shortening drafts near the token limit (a step with d_s < k in
+    a request that ended at the limit). specmeter's engine does (d = min(k, tokens left − 1)); an engine
+    that drafts k to the end and throws the surplus away does not."""
+    return any(
+        s.drafted < k for r in requests if r.finish_reason == "length" for s in r.steps
+    )
+
+
+def decode_budgets(requests: Iterable[RequestRecord], shortened: bool) -> list[DecodeBudget]:
+    """Each request's decode tokens (tokens appended after the first), and whether its drafts are cut short
+    near the end: only requests that ended at the token limit, and only on an engine that shortens."""
+    return [
+        (sum(s.emitted for s in r.steps), shortened and r.finish_reason == "length") for r in requests
+    ]
+
+
+def _accept_probs(conditional: Sequence[float | None], d: int) -> list[float] | None:
+    """P(a = j), j = 0..d, for a draft of d tokens: reach_j·(1 − q_j), and reach_d for all accepted.
+
+    None when a position that can be reached (reach > 0) has no measured rate.
+    """
+    probs: list[float] = []
+    reach = 1.0
+    for j in range(d):
+        if reach == 0.0:
+            probs.append(0.0)
+            continue
+        q = conditional[j] if j < len(conditional) else None
+        if q is None:
+            return None
+        probs.append(reach * (1.0 - q))
+        reach *= q
+    probs.append(reach)
+    return probs
+
+
+def _expected_steps(
+    conditional: Sequence[float | None], k: int, longest: int, shortened: bool
+) -> np.ndarray | None:
+    """Row r: expected [verification steps with d = 1..k, Σ(a+1), target-only forwards] to emit r tokens.
+
+    A step with r tokens left drafts d = min(k, r − 1) when ``shortened`` (at r = 1 a target-only forward
+    emits the last token), else d = k; it accepts j with :func:`_accept_probs` and emits j + 1 tokens
+    (fewer if the end comes first).
+    """
+    probs = {d: _accept_probs(conditional, d) for d in range(1, k + 1)}
+    cols = k + 2
+    table = np.zeros((longest + 1, cols))
+    for r in range(1, longest + 1):
+        d = min(k, r - 1) if shortened else k
+        if d == 0:
+            table[r, k + 1] = 1.0  # target-only forward, emits the last token
+            continue
+        p = probs[d]
+        if p is None:
+            return None
+        row = np.zeros(cols)
+        row[d - 1] = 1.0
+        row[k] = sum(pj * (j + 1) for j, pj in enumerate(p))
+        for j, pj in enumerate(p):
+            if pj:
+                row += pj * table[max(r - j - 1, 0)]
+        table[r] = row
+    return table
+
+
+def predict_step_mix(
+    budgets: Sequence[DecodeBudget], conditional: Sequence[float | None], k: int
+) -> StepMix | None:
+    """The expected :class:`StepMix` at draft length k of requests with these decode ``budgets``.
+
+    Acceptance follows the per-position conditional rates q_0..q_{k−1} measured at a k ≥ this one
+    (position i behaves the same whether or not the draft goes on); None for k beyond the measured
+    positions or when a position the draft can reach has no rate. Requests are independent, so the mix of a workload is the sum of its
+    requests' expectations.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    if k > len(conditional):
+        return None  # positions beyond the measured ones are not predicted
+    mix = StepMix()
+    for shortened in (False, True):
+        lengths = [n for n, flag in budgets if flag is shortened and n > 0]
+        if not lengths:
+            continue
+        table = _expected_steps(conditional, k, max(lengths), shortened)
+        if table is None:
+            return None
+        total = table[lengths].sum(axis=0)
+        mix = mix + StepMix(
+            {d: float(total[d - 1]) for d in range(1, k + 1) if total[d - 1] > 0},
+            float(total[k]),
+            float(total[k + 1]),
+            float(sum(lengths)),
+        )
+    return mix
 
 
 @dataclass(frozen=True)
@@ -143,7 +326,8 @@ class DecodeTiming:
 
 
 def decode_timing(requests: Iterable[RequestRecord], curve: CostCurve) -> DecodeTiming | None:
-    """Decode time of a run split into priced forwards and overhead; None without a cost curve."""
+    """Decode time of a run split into priced forwards (``CostCurve.step_s`` of each step's own draft
+    length) and overhead; None without a cost curve."""
     if not curve.target_s:
         return None
     forwards = drafted = tokens = 0
@@ -154,7 +338,7 @@ def decode_timing(requests: Iterable[RequestRecord], curve: CostCurve) -> Decode
             forwards += 1
             drafted += s.drafted
             tokens += s.emitted
-            modelled_s += s.draft_forwards * curve.draft_s + curve.t_target(s.drafted + 1)
+            modelled_s += curve.step_s(s.drafted)
     return DecodeTiming(forwards, drafted, tokens, decode_s, modelled_s)
 
 
@@ -171,38 +355,41 @@ def fit_overhead(timings: Iterable[DecodeTiming]) -> LineFit | None:
 
 
 def predict_speedup(
-    tau: float | None,
-    k: int,
+    mix: StepMix | None,
     curve: CostCurve | None,
     overhead: LineFit | None,
     baseline_seconds_per_token: float | None,
 ) -> float | None:
-    """Decode-only E_meas predicted at k: τ(k)·u_base / (k·t_D(1) + t_T(k+1) + o(k)).
+    """Decode-only E_meas of a (predicted) step mix: u_base·N / (priced forwards + o_0·forwards + o_1·D).
 
-    ``u_base`` is the baseline's measured decode time per token, so the baseline side needs no model.
-    Assumes every step drafts k tokens, i.e. outputs long enough that the last steps before the token
-    limit (which draft fewer) do not matter.
+    ``u_base`` is the baseline's measured decode time per token, so the baseline side needs no model; the
+    overhead line prices what the loop spends outside forwards, per forward and per drafted token.
     """
-    if tau is None or curve is None or not curve.target_s or baseline_seconds_per_token is None:
+    if mix is None or curve is None or not curve.target_s or baseline_seconds_per_token is None:
         return None
-    if overhead is None:
+    if overhead is None or mix.tokens <= 0:
         return None
-    step = k * curve.draft_s + curve.t_target(k + 1) + overhead.at(float(k))
-    if step <= 0:
+    forwards = mix.steps + mix.target_only
+    spec_s = mix.decode_s(curve) + overhead.intercept * forwards + overhead.slope * mix.drafted
+    if spec_s <= 0:
         return None
-    return tau * baseline_seconds_per_token / step
+    return baseline_seconds_per_token * mix.tokens / spec_s
 
 
 @dataclass(frozen=True)
 class GapFactors:
-    """E_meas = E_lev · iid · verification · engine · prefill; a factor is None when an input is missing.
+    """E_meas = E_lev · short_drafts · iid · verification · engine · prefill; None when an input is missing.
 
-    * ``iid``: measured τ over the τ the i.i.d. model expects from β (acceptance is not i.i.d.);
+    * ``short_drafts``: what steps drafting fewer than k tokens (near the token limit) change — the
+      i.i.d. τ of the actual draft lengths over that of k, times the full step's price over the mean
+      step's; 1 when every step drafted k;
+    * ``iid``: measured τ over the τ the i.i.d. model expects from β for the same draft lengths;
     * ``verification``: (k·c + 1)/(k·c + t_T(k+1)/t_T(1)), the cost of verifying k+1 tokens instead of 1;
     * ``engine``: E_meas(decode-only) / E_cal, time the loop spends outside the priced forwards;
     * ``prefill``: E_meas / E_meas(decode-only), prefill and time to first token.
     """
 
+    short_drafts: float | None
     iid: float | None
     verification: float | None
     engine: float | None
@@ -217,21 +404,32 @@ def gap_factors(
     *,
     k: int,
     beta: float | None,
-    tau: float | None,
+    mix: StepMix,
     curve: CostCurve | None,
     e_cal: float | None,
     e_meas: float | None,
     e_meas_decode: float | None,
 ) -> GapFactors:
-    """The factors of :class:`GapFactors` for one run; their product with E_lev is E_meas."""
-    iid = _ratio(tau, expected_acceptance_length(beta, k) if beta is not None else None)
+    """The factors of :class:`GapFactors` for one run at k; their product with E_lev is E_meas."""
+    steps = mix.steps
+    tau = mix.acceptance_length
+    tau_iid_mix = tau_iid_k = None
+    if beta is not None and steps > 0:
+        tau_iid_k = expected_acceptance_length(beta, k)
+        tau_iid_mix = sum(n * expected_acceptance_length(beta, d) for d, n in mix.by_length.items()) / steps
     verification: float | None = None
+    short: float | None = None
     v = verification_factor(curve, k)
     if v is not None and curve is not None:
         c = curve.draft_s / curve.target_s[0]
         verification = (k * c + 1.0) / (k * c + v)
+        priced = mix.step_s(curve)
+        tokens_ratio = _ratio(tau_iid_mix, tau_iid_k)
+        if tokens_ratio is not None and priced > 0:
+            short = tokens_ratio * curve.step_s(k) * steps / priced
     return GapFactors(
-        iid=iid,
+        short_drafts=short,
+        iid=_ratio(tau, tau_iid_mix),
         verification=verification,
         engine=_ratio(e_meas_decode, e_cal),
         prefill=_ratio(e_meas, e_meas_decode),

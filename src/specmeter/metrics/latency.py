@@ -20,9 +20,11 @@ __all__ = [
     "STALL_FACTOR",
     "chunk_gaps",
     "count_stalls",
+    "decode_tokens_per_second",
     "jitter",
     "per_token_gaps",
     "percentiles",
+    "stall_indexes",
     "stalls",
     "tail_ratio",
     "tokens_per_second",
@@ -30,7 +32,7 @@ __all__ = [
     "ttft",
 ]
 
-STALL_FACTOR = 3.0  # DESIGN.md: a stall is a gap longer than 3× its request's median gap
+STALL_FACTOR = 3.0  # docs/metrics.md "stalls": a gap longer than 3× its request's median non-zero gap
 
 
 def ttft(request: RequestRecord) -> float:
@@ -48,7 +50,10 @@ def tpot(request: RequestRecord) -> float | None:
     """Time per output token after the first: (t_last − t_first) / (N − 1); None for N ≤ 1.
 
     N is the request's token count (from token ids or server usage, never a chunk count). Without
-    emission times, latency − TTFT is the same interval (start→last minus start→first).
+    emission times, latency − TTFT is the same interval (start→last minus start→first). Tokens that share
+    the first chunk with the first token count among the N − 1 although they arrived with it, as in vLLM's
+    and genai-perf's TPOT ((latency − TTFT) / (N − 1)); the rhythm after the first chunk is what the
+    per-token gaps measure (docs/metrics.md, "TPOT").
     """
     n = request.output_tokens
     if n <= 1:
@@ -104,17 +109,27 @@ def tail_ratio(gaps: Sequence[float]) -> float | None:
     return summary["p99"] / summary["p50"]
 
 
-def stalls(request: RequestRecord, *, factor: float = STALL_FACTOR) -> int:
-    """Gaps longer than ``factor`` × the request's own median gap.
+def stall_indexes(request: RequestRecord, *, factor: float = STALL_FACTOR) -> list[int]:
+    """Indexes into ``chunk_gaps(request)`` of the gaps that are stalls: longer than ``factor`` × the
+    request's own median *non-zero* gap.
 
     Relative to the request's median so that a slow model is not "stalling" everywhere; a stall is a
-    pause the user notices against the rhythm they were already getting.
+    pause the user notices against the rhythm they were already getting. Zero gaps — chunks that arrived
+    together, such as SSE events of one network read, which the streaming client stamps with one time —
+    are bursts, not rhythm: they neither set the median nor count as stalls. A request without a
+    non-zero gap has no stall.
     """
     gaps = chunk_gaps(request)
-    if not gaps:
-        return 0
-    threshold = factor * statistics.median(gaps)
-    return sum(1 for g in gaps if g > threshold)
+    rhythm = [g for g in gaps if g > 0]
+    if not rhythm:
+        return []
+    threshold = factor * statistics.median(rhythm)
+    return [i for i, g in enumerate(gaps) if g > threshold]
+
+
+def stalls(request: RequestRecord, *, factor: float = STALL_FACTOR) -> int:
+    """The number of stalls of one request (:func:`stall_indexes`)."""
+    return len(stall_indexes(request, factor=factor))
 
 
 def count_stalls(requests: Iterable[RequestRecord], *, factor: float = STALL_FACTOR) -> tuple[int, int]:
@@ -127,12 +142,27 @@ def count_stalls(requests: Iterable[RequestRecord], *, factor: float = STALL_FAC
 
 
 def tokens_per_second(requests: Iterable[RequestRecord]) -> float | None:
-    """N / Σ latency: single-stream throughput; None when no time was recorded (zero-latency guard)."""
+    """N / Σ latency: end-to-end single-stream throughput, prefill and the first token included; None
+    when no time was recorded (zero-latency guard)."""
     tokens = 0
     seconds = 0.0
     for request in requests:
         tokens += request.output_tokens
         seconds += request.latency_s
+    if seconds <= 0:
+        return None
+    return tokens / seconds
+
+
+def decode_tokens_per_second(requests: Iterable[RequestRecord]) -> float | None:
+    """Σ (N − 1) / Σ (latency − TTFT): single-stream decode throughput, the tokens after the first over the
+    time after the first (the interval of TPOT, whose pooled inverse this is); None without such time."""
+    tokens = 0
+    seconds = 0.0
+    for request in requests:
+        if request.output_tokens > 1:
+            tokens += request.output_tokens - 1
+            seconds += request.latency_s - request.ttft_s
     if seconds <= 0:
         return None
     return tokens / seconds

@@ -74,6 +74,8 @@ class CostCurve:
 
     ``target_s[n-1]`` is t_T(n), the median time of one target forward over n new tokens, for
     n = 1..len(target_s); ``draft_s`` is t_D(1). ``*_spread`` hold the interquartile range of the repeats.
+    ``copy_bytes_per_s``, measured beside the curve on the same device, is the reference of
+    ``bandwidth_fraction`` (docs/metrics.md, "achieved bandwidth"); None where it was not measured.
     """
 
     target_s: tuple[float, ...]
@@ -81,6 +83,7 @@ class CostCurve:
     target_spread: tuple[float, ...] = ()
     draft_spread: float = 0.0
     repeats: int = 0
+    copy_bytes_per_s: float | None = None  # measured copy bandwidth of the device (read + written bytes/s)
 
     def t_target(self, n: int) -> float:
         """t_T(n); n beyond the measured range is extrapolated linearly from the last two points."""
@@ -92,6 +95,17 @@ class CostCurve:
             return self.target_s[0]
         slope = self.target_s[-1] - self.target_s[-2]
         return self.target_s[-1] + slope * (n - len(self.target_s))
+
+    def step_s(self, drafted: int) -> float:
+        """One decode step that drafts ``drafted`` tokens, as the curve prices it: d·t_D(1) + t_T(d + 1).
+
+        The one price of a step (docs/metrics.md, "speedup, calibrated"): E_cal, the cost model's decode
+        timing and its predictions all call this, each step with its own draft length. d = 0 is a
+        target-only step, t_T(1).
+        """
+        if drafted < 0:
+            raise ValueError("drafted must be >= 0")
+        return drafted * self.draft_s + self.t_target(drafted + 1)
 
 
 @dataclass(frozen=True)

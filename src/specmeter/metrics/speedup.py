@@ -1,8 +1,9 @@
 """Speedup: what speculation measurably bought (E_meas) and what three models say it should buy.
 
-DESIGN.md asks for all four side by side, because the gaps explain where time goes: E_seed (the field
+docs/metrics.md shows all four side by side, because the gaps explain where time goes: E_seed (the field
 report's formula, from α and the cost ratio c), E_lev (Leviathan et al., from β, k and c, assuming a
-k+1-token verification costs one target forward), and E_cal (the measured τ and the measured cost curve).
+k+1-token verification costs one target forward), and E_cal (the run's steps priced by the measured cost
+curve, each with its own draft length).
 Inputs that are ``None`` (no drafts, no cost curve, no baseline) give ``None``, as do zero-time inputs
 that would divide by zero.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from specmeter.metrics.costmodel import predict_acceptance_length
+from specmeter.metrics.costmodel import DecodeBudget, StepMix, predict_step_mix
 from specmeter.metrics.records import CostCurve, RequestRecord
 
 __all__ = [
@@ -53,32 +54,34 @@ def speedup_leviathan(beta: float | None, k: int, c: float | None) -> float | No
     return expected_tokens / (k * c + 1.0)
 
 
-def speedup_calibrated(tau: float | None, k: int, curve: CostCurve | None) -> float | None:
-    """E_cal = τ · t_T(1) / (k · t_D(1) + t_T(k+1)), with the measured τ and the measured cost curve.
+def speedup_calibrated(mix: StepMix | None, curve: CostCurve | None) -> float | None:
+    """E_cal = Σ_s (a_s + 1) · t_T(1) / Σ_s (d_s·t_D(1) + t_T(d_s + 1)) over the verification steps.
 
-    Per step the baseline would spend τ target forwards of one token to emit what speculation emits
-    with k draft forwards and one k+1-token verification.
+    Each step s drafted d_s tokens and produced a_s + 1; without the draft the same tokens would have
+    cost a_s + 1 one-token target forwards. Every step is priced with its own draft length, so the short
+    drafts before the token limit count as what they cost — not as k draft forwards and a k+1-token
+    verification. With every d_s = k this is τ · t_T(1) / (k·t_D(1) + t_T(k+1)). ``mix`` is
+    ``costmodel.step_mix(records)`` for a run, ``costmodel.predict_step_mix(...)`` for a prediction.
     """
-    if tau is None or curve is None or not curve.target_s:
+    if mix is None or curve is None or not curve.target_s or mix.steps <= 0:
         return None
-    step_time = k * curve.draft_s + curve.t_target(k + 1)
-    if step_time <= 0:
+    priced = mix.step_s(curve)
+    if priced <= 0:
         return None
-    return tau * curve.t_target(1) / step_time
+    return mix.credited * curve.t_target(1) / priced
 
 
 def predict_speedup_calibrated(
-    cumulative: Sequence[float | None], k: int, curve: CostCurve | None
+    budgets: Sequence[DecodeBudget], conditional: Sequence[float | None], k: int, curve: CostCurve | None
 ) -> float | None:
-    """E_cal for draft length k predicted from per-position cumulative acceptance P_0..P_{k-1}.
+    """E_cal at draft length k predicted from the per-position conditional rates q_0..q_{k−1} measured at a
+    larger k and the requests' decode lengths (``costmodel.predict_step_mix``), priced like a measured run.
 
-    τ(k) = 1 + Σ_{i<k} P_i: each position contributes the probability that it is reached and accepted.
     This relies on positions 1..k behaving the same whether or not the draft goes on to k_max, which
     holds for a draft model proposing greedily or by sampling token by token. Positions that were never
     measured make the prediction ``None`` rather than a guess.
     """
-    tau = predict_acceptance_length(cumulative, k)
-    return None if tau is None else speedup_calibrated(tau, k, curve)
+    return speedup_calibrated(predict_step_mix(budgets, conditional, k), curve)
 
 
 def pair_latencies(

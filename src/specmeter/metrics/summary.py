@@ -17,9 +17,11 @@ from specmeter.metrics.acceptance import (
     beta_mle,
     per_position_acceptance,
 )
+from specmeter.metrics.costmodel import decode_budgets, predict_step_mix, shortens_drafts, step_mix
 from specmeter.metrics.latency import (
     chunk_gaps,
     count_stalls,
+    decode_tokens_per_second,
     jitter,
     per_token_gaps,
     percentiles,
@@ -27,8 +29,14 @@ from specmeter.metrics.latency import (
     tokens_per_second,
     tpot,
 )
-from specmeter.metrics.memory import bandwidth_efficiency, extra_memory_bytes, weight_traffic_per_token
-from specmeter.metrics.records import RunRecord
+from specmeter.metrics.memory import (
+    achieved_bytes_per_s,
+    bandwidth_efficiency,
+    bandwidth_fraction,
+    extra_memory_bytes,
+    weight_traffic_per_token,
+)
+from specmeter.metrics.records import RequestRecord, RunRecord
 from specmeter.metrics.speedup import (
     cost_ratio,
     pair_latencies,
@@ -48,7 +56,7 @@ __all__ = [
     "summarize_by_category",
 ]
 
-ACCEPTANCE_DANGER = 0.5  # DESIGN.md: in the danger zone when α < 0.5 ...
+ACCEPTANCE_DANGER = 0.5  # docs/metrics.md "Danger zone": α < 0.5 ...
 SPEEDUP_DANGER = 1.0  # ... or E_meas < 1.0
 
 MS = 1000.0
@@ -77,6 +85,7 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "speedup_seed",
     "speedup_leviathan",
     "speedup_calibrated",
+    "speedup_calibrated_by_k",
     "ttft_ms",
     "tpot_ms",
     "gap_ms",
@@ -87,12 +96,16 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "stalls",
     "stall_rate",
     "tokens_per_s",
+    "decode_tokens_per_s",
     "weight_bytes",
     "kv_bytes_per_token",
     "extra_memory_bytes",
     "weight_traffic_per_token",
     "baseline_weight_traffic_per_token",
     "bandwidth_efficiency",
+    "achieved_bytes_per_s",
+    "copy_bytes_per_s",
+    "bandwidth_fraction",
     "danger_zone",
     "danger_reasons",
 )
@@ -118,6 +131,7 @@ def summarize(
     alpha = beta = tau = None
     alpha_ci = beta_ci = tau_ci = None
     positions: list[dict[str, object]] | None = None
+    by_k: list[dict[str, object]] | None = None
     c = e_seed = e_lev = e_cal = None
     if speculative:
         alpha, beta, tau = acceptance_rate(counts), beta_mle(counts), acceptance_length(counts)
@@ -127,19 +141,22 @@ def summarize(
         mean_accepted_ci = bootstrap_ratio_ci(accepted, [p.steps for p in per_request])
         if mean_accepted_ci is not None:
             tau_ci = (1.0 + mean_accepted_ci[0], 1.0 + mean_accepted_ci[1])  # τ = 1 + A/S
+        rates = per_position_acceptance(requests, positions=run.k)
         positions = [
             {
                 "position": p.position,
                 "cumulative": p.cumulative,
                 "conditional": p.conditional,
                 "count": p.count,
+                "reached": p.reached,
             }
-            for p in per_position_acceptance(requests, positions=run.k)
+            for p in rates
         ]
         c = cost_ratio(run.cost_curve)
         e_seed = speedup_seed(alpha, c)
         e_lev = speedup_leviathan(beta, run.k, c)
-        e_cal = speedup_calibrated(tau, run.k, run.cost_curve)
+        e_cal = speedup_calibrated(step_mix(requests), run.cost_curve)
+        by_k = _calibrated_by_k(run, requests, [p.conditional for p in rates])
 
     e_meas = e_meas_decode = None
     e_meas_ci = None
@@ -164,8 +181,11 @@ def summarize(
     traffic = weight_traffic_per_token(
         counts.target_forwards, counts.draft_forwards, counts.emitted, w_t, w_d or 0
     )
-
+    decode_rate = decode_tokens_per_second(requests)
+    achieved = achieved_bytes_per_s(traffic, decode_rate) if w_t > 0 else None
     curve = run.cost_curve
+    copy_rate = curve.copy_bytes_per_s if curve is not None else None
+
     summary: dict[str, object] = {
         "requests": len(requests),
         "steps": counts.steps,
@@ -191,6 +211,7 @@ def summarize(
         "speedup_seed": e_seed,
         "speedup_leviathan": e_lev,
         "speedup_calibrated": e_cal,
+        "speedup_calibrated_by_k": by_k,
         "ttft_ms": percentiles([r.ttft_s for r in requests], scale=MS),
         "tpot_ms": percentiles(tpots, scale=MS),
         "gap_ms": percentiles(gaps, scale=MS),
@@ -201,6 +222,7 @@ def summarize(
         "stalls": stall_count,
         "stall_rate": stall_count / gap_count if gap_count else None,
         "tokens_per_s": tokens_per_second(requests),
+        "decode_tokens_per_s": decode_rate,
         "weight_bytes": {"target": w_t, "draft": w_d},
         "kv_bytes_per_token": {
             "target": run.target.kv_bytes_per_token,
@@ -210,6 +232,9 @@ def summarize(
         "weight_traffic_per_token": traffic,
         "baseline_weight_traffic_per_token": w_t,
         "bandwidth_efficiency": bandwidth_efficiency(w_t, traffic, extra) if speculative else None,
+        "achieved_bytes_per_s": achieved,
+        "copy_bytes_per_s": copy_rate,
+        "bandwidth_fraction": bandwidth_fraction(achieved, copy_rate),
         "danger_zone": False,
         "danger_reasons": [],
     }
@@ -217,6 +242,27 @@ def summarize(
     summary["danger_zone"] = in_danger
     summary["danger_reasons"] = reasons
     return summary
+
+
+def _calibrated_by_k(
+    run: RunRecord, requests: tuple[RequestRecord, ...], conditional: list[float | None]
+) -> list[dict[str, object]] | None:
+    """τ and E_cal predicted for k = 1..run.k from this run's per-position rates and decode lengths
+    (docs/metrics.md, "choosing k"), for reports that plot speedup against k."""
+    if run.cost_curve is None or not run.cost_curve.target_s or run.k < 1:
+        return None
+    budgets = decode_budgets(requests, shortens_drafts(requests, run.k))
+    rows: list[dict[str, object]] = []
+    for k in range(1, run.k + 1):
+        mix = predict_step_mix(budgets, conditional, k)
+        rows.append(
+            {
+                "k": k,
+                "acceptance_length": None if mix is None else mix.acceptance_length,
+                "speedup_calibrated": speedup_calibrated(mix, run.cost_curve),
+            }
+        )
+    return rows
 
 
 def summarize_by_category(
@@ -247,7 +293,7 @@ def _figure(value: float, threshold: float, suffix: str = "") -> str:
 
 
 def danger_zone(summary: Mapping[str, object]) -> tuple[bool, list[str]]:
-    """(in the danger zone, reasons): α < 0.5 or E_meas < 1.0 (DESIGN.md), each reason a plain sentence.
+    """(in the danger zone, reasons): α < 0.5 or E_meas < 1.0 (docs/metrics.md), each a plain sentence.
 
     Figures that are None (a baseline run, no baseline to compare with) raise no alarm.
     """

@@ -5,9 +5,11 @@ built as an ``AcceptanceCounts`` and handed to the same functions the engine's r
 (``specmeter.metrics.acceptance``): the definitions cannot drift apart. What a server cannot tell is left
 ``None`` and listed in ``unavailable``.
 
-Per-position rates from counters divide by all steps (S), as vLLM does, because servers do not export how
-many steps drafted that far; they equal specmeter's definition whenever every draft has k tokens, which is
-checked (D = S·k) and reported as ``full_drafts``.
+Per-position rates from counters are the *per-draft* rates of docs/metrics.md: accepted at position i+1
+over all drafts (S), as vLLM's counters give them, because servers do not export how many steps drafted
+that far. They equal specmeter's P_i whenever every draft has k tokens, which only the drafted-token
+counter can show (D = S·k, reported as ``full_drafts``; None where D is not exported). Figures computed
+on the assumption that every draft had k tokens — D, α, R and β for TGI — are listed in ``estimated``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from specmeter.monitoring.adapters import (
     DRAFT_TOKENS,
     DRAFTS,
     GENERATION_TOKENS,
+    REQUESTS_DONE,
     TAU_GAUGE,
     TAU_SERVER_INFO,
     CounterDelta,
@@ -54,9 +57,11 @@ class ServerAcceptance:
     acceptance_length: float | None = None
     beta: float | None = None
     per_position: list[dict[str, Any]] | None = None
+    per_position_definition: str | None = None  # "per_draft" (counters ÷ S) or "P_i" (equal: full drafts)
     k: int | None = None
-    full_drafts: bool | None = None
+    full_drafts: bool | None = None  # every draft had k tokens (D = S·k); None without a measured D
     drafted_estimated: bool = False
+    estimated: tuple[str, ...] = ()  # keys computed assuming every draft had k tokens
     generation_tokens: float | None = None
     seconds: float | None = None
     tokens_per_s: float | None = None
@@ -68,6 +73,7 @@ class ServerAcceptance:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["resets"] = list(self.resets)
+        data["estimated"] = list(self.estimated)
         data["unavailable"] = list(self.unavailable)
         data["notes"] = list(self.notes)
         return data
@@ -78,21 +84,30 @@ def _int(value: float | None) -> int | None:
 
 
 def per_position_rates(accepted_at: Sequence[float], steps: float) -> list[dict[str, Any]]:
-    """``[{position, cumulative, conditional, count}]``: cumulative_i = accepted_at[i] / S."""
+    """Per-draft rates from counters: ``cumulative`` = accepted_at[i] / S, ``conditional`` =
+    accepted_at[i] / accepted_at[i−1] (position 1: / S), so the cumulative is the product of the
+    conditionals (docs/metrics.md, "per-draft rates").
+
+    A step that accepted position i+1 accepted every earlier one, so consistent counters never rise with
+    the position and never exceed S. Counters that do (scraped at different moments, a partial reset)
+    give None for the rates they would push outside [0, 1], never an impossible value.
+    """
     rows: list[dict[str, Any]] = []
-    previous: float | None = None
+    previous = steps
     for i, accepted in enumerate(accepted_at):
-        cumulative = accepted / steps if steps > 0 else None
-        if i == 0:
-            conditional = cumulative
-        elif cumulative is None or previous is None or previous == 0.0:
-            conditional = None
-        else:
-            conditional = cumulative / previous
+        consistent = steps > 0 and 0 <= accepted <= previous <= steps
+        cumulative = accepted / steps if consistent else None
+        conditional = (accepted / previous if previous > 0 else None) if consistent else None
         rows.append(
-            {"position": i + 1, "cumulative": cumulative, "conditional": conditional, "count": _int(steps)}
+            {
+                "position": i + 1,
+                "cumulative": cumulative,
+                "conditional": conditional,
+                "count": _int(steps),
+                "reached": None,
+            }
         )
-        previous = cumulative
+        previous = accepted if consistent else -1.0
     return rows
 
 
@@ -105,16 +120,25 @@ def _figures(
     accepted: float | None,
     accepted_at: Sequence[float],
     k: int | None,
-    drafted_estimated: bool = False,
 ) -> dict[str, Any]:
-    """The acceptance figures from totals; anything that needs a missing total stays None."""
+    """The acceptance figures from totals; anything that needs a missing total stays None.
+
+    Without a drafted-token total (TGI) D is estimated as S·k and marked so, with α, R and β that rest on
+    the same assumption; ``full_drafts`` then stays None — nothing shows whether the drafts were full.
+    """
     k = k or (len(accepted_at) or None)
+    estimated: list[str] = []
     if drafted is None and steps is not None and k:
-        drafted, drafted_estimated = steps * k, True
-    full = None if steps is None or drafted is None or not k else abs(drafted - steps * k) < 0.5
+        drafted = steps * k
+        estimated += ["drafted_tokens", "acceptance_rate"]
+    full = None
+    if not estimated and steps is not None and drafted is not None and k:
+        full = abs(drafted - steps * k) < 0.5
     rejections: float | None = None
-    if full and accepted_at and k is not None and len(accepted_at) >= k and steps is not None:
+    if (full or estimated) and accepted_at and k is not None and len(accepted_at) >= k and steps is not None:
         rejections = steps - accepted_at[k - 1]  # a step stopped early unless it accepted the last position
+        if estimated:
+            estimated += ["rejections", "beta"]
     counts = AcceptanceCounts(
         steps=_int(steps) or 0,
         target_forwards=_int(steps) or 0,
@@ -137,9 +161,11 @@ def _figures(
         else None,
         "beta": beta_mle(counts) if rejections is not None and accepted is not None else None,
         "per_position": per_position_rates(accepted_at, steps) if accepted_at and steps else None,
+        "per_position_definition": ("P_i" if full else "per_draft") if accepted_at and steps else None,
         "k": k,
         "full_drafts": full,
-        "drafted_estimated": drafted_estimated,
+        "drafted_estimated": "drafted_tokens" in estimated,
+        "estimated": tuple(estimated),
     }
 
 
@@ -162,13 +188,28 @@ def acceptance_from_delta(
     while (value := delta.get(position_key(len(accepted_at)))) is not None:
         accepted_at.append(value)
     steps, drafted, accepted = delta.get(DRAFTS), delta.get(DRAFT_TOKENS), delta.get(ACCEPTED)
+    notes: tuple[str, ...] = ()
+    if kind == "tgi" and steps is not None:
+        # TGI observes every request's prefill as a 0 in the same histogram: those are not steps.
+        requests = delta.get(REQUESTS_DONE)
+        if requests is None:
+            notes = (
+                "prefill observations not removed (no tgi_request_success): S counts one extra step per "
+                "request, so τ, α and β read low",
+            )
+        else:
+            steps = max(steps - requests, accepted_at[0] if accepted_at else 0.0, 0.0)
+            notes = (
+                "S = tgi_request_skipped_tokens count − requests finished (one prefill observation each); "
+                "exact when no request was in flight at either end of the window",
+            )
     if steps is not None and seconds:
         rates["drafts_per_s"] = steps / seconds
     if accepted is not None and (steps is not None or drafted is not None):
         figures = _figures(
             kind, "counters", steps=steps, drafted=drafted, accepted=accepted, accepted_at=accepted_at, k=k
         )
-        return ServerAcceptance(**figures, **rates)
+        return ServerAcceptance(**figures, **rates, notes=notes)
     if any(g in gauges for g in (TAU_GAUGE, ALPHA_GAUGE, TAU_SERVER_INFO)):
         tau = gauges.get(TAU_GAUGE, gauges.get(TAU_SERVER_INFO))
         notes = ("gauge values at the end of the window (the server's last batch), not window totals",)

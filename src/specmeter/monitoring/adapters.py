@@ -8,13 +8,15 @@ Each serving engine exports acceptance differently (sources in docs/monitoring.m
   ``model_name`` and ``engine``; several engines (data parallelism) are summed.
 - SGLang: gauges ``sglang:spec_accept_length`` (τ) and ``sglang:spec_accept_rate`` (α) describing the
   last batch, no counters; ``/get_server_info`` carries ``avg_spec_accept_length``.
-- TGI: histogram ``tgi_request_skipped_tokens`` with one observation a_s per step: count = S, sum = A,
-  buckets at 0..speculate give the per-position counts; D is not exported.
+- TGI: histogram ``tgi_request_skipped_tokens`` with one observation a_s per step plus one 0 per request
+  for its prefill (count = S + requests, sum = A; ``tgi_request_success`` counts the requests), buckets
+  at 0..speculate give the per-position counts; D is not exported.
 - llama.cpp: per-response ``timings.draft_n`` / ``draft_n_accepted``; some builds also export
   ``llamacpp:n_drafted_total`` / ``llamacpp:n_drafted_accepted_total``.
 
-A :class:`Reading` keeps every counter *per series* (label set), so that :func:`counter_delta` can detect a
-reset (a restarted engine: the value went down) series by series before summing.
+A :class:`Reading` keeps every counter *per series* (label set, one per engine), so that
+:func:`counter_delta` can detect a reset (a restarted engine: one of its counters went down, or the
+process start time changed) engine by engine before summing.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "GENERATION_TOKENS",
     "KINDS",
     "PROMPT_TOKENS",
+    "REQUESTS_DONE",
     "CounterDelta",
     "Reading",
     "ServerKind",
@@ -51,6 +54,7 @@ DRAFT_TOKENS = "draft_tokens"  # D
 ACCEPTED = "accepted"  # A
 GENERATION_TOKENS = "generation_tokens"
 PROMPT_TOKENS = "prompt_tokens"
+REQUESTS_DONE = "requests_done"  # finished requests (TGI: one prefill observation each in its histogram)
 TAU_GAUGE = "tau_gauge"
 ALPHA_GAUGE = "alpha_gauge"
 TAU_SERVER_INFO = "tau_server_info"
@@ -84,8 +88,8 @@ _UNAVAILABLE: dict[str, tuple[str, ...]] = {
         "α before the SGLang version that added sglang:spec_accept_rate",
     ),
     "tgi": (
-        "drafted tokens: α needs k and is estimated as A / (S·k)",
-        "exact τ: the prefill step is observed as a 0 in tgi_request_skipped_tokens, biasing τ low",
+        "drafted tokens: D, α and β are estimated assuming every draft had k tokens",
+        "exact S while requests are in flight: the prefill observations are removed per finished request",
         "per-position acceptance when the histogram is exported without integer buckets",
     ),
     "llamacpp": (
@@ -115,6 +119,7 @@ class Reading:
     positions: int = 0  # k as the server reveals it (per-position series, TGI buckets); 0 = unknown
     mono_time: float = 0.0
     wall_time: float = 0.0
+    start_time: float | None = None  # process_start_time_seconds, where exported: a change is a restart
 
     @property
     def has_spec(self) -> bool:
@@ -167,8 +172,9 @@ def _vllm(snapshot: MetricsSnapshot) -> tuple[dict[str, dict[LabelKey, float]], 
 
 def _tgi(snapshot: MetricsSnapshot) -> tuple[dict[str, dict[LabelKey, float]], int]:
     counters = {
-        DRAFTS: snapshot.series(TGI_SKIPPED + "_count"),
+        DRAFTS: snapshot.series(TGI_SKIPPED + "_count"),  # S + one prefill observation per request
         ACCEPTED: snapshot.series(TGI_SKIPPED + "_sum"),
+        REQUESTS_DONE: _series(snapshot, "tgi_request_success"),
         GENERATION_TOKENS: snapshot.series("tgi_request_generated_tokens_sum"),
         PROMPT_TOKENS: snapshot.series("tgi_request_input_length_sum"),
     }
@@ -220,6 +226,7 @@ def read_counters(
             counters[ACCEPTED] = _series(snapshot, "llamacpp:n_accepted_total")
     if server_info_tau is not None:
         gauges[TAU_SERVER_INFO] = server_info_tau
+    starts = snapshot.series("process_start_time_seconds")
     return Reading(
         kind=kind,
         counters={k: v for k, v in counters.items() if v},
@@ -227,12 +234,13 @@ def read_counters(
         positions=positions,
         mono_time=snapshot.mono_time,
         wall_time=snapshot.wall_time,
+        start_time=max(starts.values()) if starts else None,
     )
 
 
 @dataclass(frozen=True)
 class CounterDelta:
-    """Counter increases between two readings, summed over series, with resets detected per series."""
+    """Counter increases between two readings, summed over engines, with resets detected per engine."""
 
     values: Mapping[str, float]
     resets: tuple[str, ...]
@@ -243,13 +251,23 @@ class CounterDelta:
 
 
 def counter_delta(before: Reading, after: Reading) -> CounterDelta:
-    """``after − before`` per counter, series by series.
+    """``after − before`` per counter, engine by engine (an engine is a label set).
 
-    A series whose value went down was reset (the engine restarted), so everything it counted since the
-    restart — its current value — is the increase; a series that is new counts from zero; a series that
-    disappeared (an engine that went away) contributes nothing. Engines are summed only after that, so one
-    engine's restart does not hide the others' traffic.
+    An engine whose counters restarted — any one of them went down, or the process start time changed —
+    restarted all of them: for each of its counters everything counted since the restart, its current
+    value, is the increase, even for a counter that already climbed back above its old value (otherwise
+    (S, D, A) = (100, 400, 300) → (90, 360, 310) would give α = 10/360). A series that is new counts from
+    zero; a series that disappeared (an engine that went away) contributes nothing. Engines are summed
+    only after that, so one engine's restart does not hide the others' traffic. ``resets`` names the
+    counters of the restarted engines.
     """
+    restarted = (
+        before.start_time is not None and after.start_time is not None and after.start_time != before.start_time
+    )
+    reset_engines: set[LabelKey] = set()
+    for name, series in after.counters.items():
+        old = before.counters.get(name, {})
+        reset_engines.update(key for key, value in series.items() if key in old and value < old[key])
     values: dict[str, float] = {}
     resets: list[str] = []
     for name, series in after.counters.items():
@@ -259,7 +277,7 @@ def counter_delta(before: Reading, after: Reading) -> CounterDelta:
             previous = old.get(key)
             if previous is None:
                 total += value
-            elif value < previous:
+            elif restarted or key in reset_engines:
                 total += value
                 if name not in resets:
                     resets.append(name)

@@ -8,13 +8,11 @@ drawing an empty frame.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from specmeter.metrics.latency import STALL_FACTOR, chunk_gaps
-from specmeter.metrics.records import CostCurve, RequestRecord
-from specmeter.metrics.speedup import predict_speedup_calibrated
+from specmeter.metrics.latency import chunk_gaps, stall_indexes
+from specmeter.metrics.records import RequestRecord
 from specmeter.report.fmt import as_float, fmt_bytes, fmt_ms, fmt_speedup
 from specmeter.report.html_svg import (
     BASELINE_COLOR,
@@ -153,21 +151,9 @@ def models_chart(result: Mapping[str, Any]) -> str | None:
                         y_label="speedup", reference=(1.0, "1.0"), fmt=fmt_speedup)  # fmt: skip
 
 
-def _curve(summary: Any) -> CostCurve | None:
-    target_ms, draft_ms = (
-        _get(summary, "cost_curve", "target_ms"),
-        as_float(_get(summary, "cost_curve", "draft_ms")),
-    )
-    if not isinstance(target_ms, list) or not target_ms or draft_ms is None:
-        return None
-    values = [as_float(t) for t in target_ms]
-    if any(v is None for v in values):
-        return None
-    return CostCurve(target_s=tuple(v / 1000.0 for v in values if v is not None), draft_s=draft_ms / 1000.0)
-
-
 def k_chart(result: Mapping[str, Any]) -> str | None:
-    """Measured E_meas per k benched, and E_cal(k) predicted from per-position rates and the cost curve."""
+    """Measured E_meas per k benched, and E_cal(k) as the longest k's run predicts it (the summary's
+    ``speedup_calibrated_by_k``, docs/metrics.md "choosing k")."""
     by_draft: dict[str, list[Mapping[str, Any]]] = {}
     for c in _cands(result):
         by_draft.setdefault(str(c.get("draft")), []).append(c)
@@ -175,12 +161,11 @@ def k_chart(result: Mapping[str, Any]) -> str | None:
     for i, (draft, cands) in enumerate(by_draft.items()):
         cands = sorted(cands, key=lambda c: int(c.get("k") or 0))
         measured = [(float(c.get("k") or 0), as_float(_get(c, "summary", "speedup_measured"))) for c in cands]
-        longest = cands[-1].get("summary")
-        cumulative = [as_float(_get(p, "cumulative")) for p in _get(longest, "per_position") or []]
-        curve = _curve(longest)
+        rows = _get(cands[-1], "summary", "speedup_calibrated_by_k")
         predicted = [
-            (float(k), predict_speedup_calibrated(cumulative, k, curve))
-            for k in range(1, len(cumulative) + 1)
+            (float(k), as_float(row.get("speedup_calibrated")))
+            for row in (rows if isinstance(rows, list) else [])
+            if isinstance(row, Mapping) and (k := as_float(row.get("k"))) is not None
         ]
         if any(y is not None for _, y in measured):
             series.append(Series(f"{draft} measured", measured, _color(i)))
@@ -231,11 +216,7 @@ def gap_chart(result: Mapping[str, Any], records: Records | None) -> str | None:
 
 def _stall_indexes(rec: RequestRecord) -> set[int]:
     """Indexes (into the token-carrying emissions) of emissions that ended a stall."""
-    gaps = chunk_gaps(rec)
-    if not gaps:
-        return set()
-    threshold = STALL_FACTOR * statistics.median(gaps)
-    return {i + 1 for i, g in enumerate(gaps) if g > threshold}
+    return {i + 1 for i in stall_indexes(rec)}
 
 
 def timeline_chart(records: Records | None, request_id: str | None = None) -> tuple[str, str] | None:

@@ -5,11 +5,12 @@ engine runner), and the cost curve t_T(n), n = 1..k_max+1, with t_D(1). Output: 
 result JSON (docs/selection.md), plain JSON values.
 
 Predictions come from the *source* run — the largest k run that is not held out: its per-position
-acceptance gives τ(k) for every k up to it, the cost curve prices the forwards, and the engine overhead is
-a line fitted on the baseline and every run except the held-out one (``metrics.costmodel``). Each category
-is predicted from its own rates; the figures for all requests combine the categories' as ratios of
-totals. The held-out k is measured like the others but used by no fit, so its prediction error is an
-honest test of the model.
+conditional rates and the requests' decode lengths give the expected steps at every k up to it (short
+drafts near the token limit included), the cost curve prices them as it prices a measured run, and the
+engine overhead is a line fitted on the baseline and every run except the held-out one
+(``metrics.costmodel``). Each category is predicted from its own rates; the figures for all requests sum
+the categories' expected steps. The held-out k is measured like the others but used by no fit, so its
+prediction error is an honest test of the model.
 """
 
 from __future__ import annotations
@@ -28,18 +29,21 @@ from specmeter.metrics.acceptance import (
 from specmeter.metrics.costmodel import (
     DecodeTiming,
     LineFit,
+    StepMix,
+    decode_budgets,
     decode_timing,
     fit_cost_curve,
     fit_overhead,
     gap_factors,
-    predict_acceptance_length,
     predict_speedup,
+    predict_step_mix,
+    shortens_drafts,
+    step_mix,
     verification_factor,
 )
 from specmeter.metrics.records import CostCurve, RunRecord
 from specmeter.metrics.speedup import (
     cost_ratio,
-    predict_speedup_calibrated,
     speedup_calibrated,
     speedup_leviathan,
     speedup_measured,
@@ -76,11 +80,12 @@ def _measured(run: RunRecord, base: RunRecord, curve: CostCurve) -> dict[str, An
     counts = acceptance_counts(run.requests)
     alpha, beta, tau = acceptance_rate(counts), beta_mle(counts), acceptance_length(counts)
     c = cost_ratio(curve)
-    e_cal = speedup_calibrated(tau, run.k, curve)
+    mix = step_mix(run.requests)
+    e_cal = speedup_calibrated(mix, curve)
     e_meas = speedup_measured(run.requests, base.requests)
     e_dec = speedup_measured(run.requests, base.requests, decode_only=True)
     gap = gap_factors(
-        k=run.k, beta=beta, tau=tau, curve=curve, e_cal=e_cal, e_meas=e_meas, e_meas_decode=e_dec
+        k=run.k, beta=beta, mix=mix, curve=curve, e_cal=e_cal, e_meas=e_meas, e_meas_decode=e_dec
     )
     timing = decode_timing(run.requests, curve)
     return {
@@ -94,6 +99,7 @@ def _measured(run: RunRecord, base: RunRecord, curve: CostCurve) -> dict[str, An
         "speedup_measured_decode": e_dec,
         "speedup_measured": e_meas,
         "gap": {
+            "short_drafts": gap.short_drafts,
             "iid": gap.iid,
             "verification": gap.verification,
             "engine": gap.engine,
@@ -160,30 +166,36 @@ def _scope_rows(
     source: int,
     holdout: int | None,
     overhead: LineFit | None,
+    mixes: dict[int, StepMix | None],
 ) -> list[dict[str, Any]]:
+    """The rows of one scope; ``mixes`` receives the predicted step mix per k (for combining scopes)."""
     base = _scope(baseline, scope)
     src = _scope(runs[source], scope)
-    cumulative = [p.cumulative for p in per_position_acceptance(src.requests, positions=source)]
+    conditional = [p.conditional for p in per_position_acceptance(src.requests, positions=source)]
+    # Decode lengths come from the baseline (the same prompts, every k); whether the engine shortens
+    # drafts near the limit, from the source run.
+    budgets = decode_budgets(base.requests, shortens_drafts(runs[source].requests, source))
     base_timing = decode_timing(base.requests, curve)
     u_base = None if base_timing is None else base_timing.seconds_per_token
     rows = []
     for k in range(1, k_max + 1):
-        tau_pred = predict_acceptance_length(cumulative, k)
+        mix = predict_step_mix(budgets, conditional, k)
+        mixes[k] = mix
         row: dict[str, Any] = {"k": k, "run": k in runs, "held_out": k == holdout}
         if k in runs:
             row.update(_measured(_scope(runs[k], scope), base, curve))
         else:
             row.update(dict.fromkeys(_MEASURED_KEYS))
         row["verification_factor"] = verification_factor(curve, k)
-        row["acceptance_length_predicted"] = tau_pred
-        row["speedup_calibrated_predicted"] = predict_speedup_calibrated(cumulative, k, curve)
-        row["speedup_predicted"] = predict_speedup(tau_pred, k, curve, overhead, u_base)
+        row["acceptance_length_predicted"] = None if mix is None else mix.acceptance_length
+        row["speedup_calibrated_predicted"] = speedup_calibrated(mix, curve)
+        row["speedup_predicted"] = predict_speedup(mix, curve, overhead, u_base)
         rows.append(row)
     return rows
 
 
 def _harmonic(weights: Sequence[float], values: Sequence[float | None]) -> float | None:
-    """Σw / Σ(w/v): how ratios of totals combine (τ = tokens/steps, E = baseline time/spec time)."""
+    """Σw / Σ(w/v): how ratios of totals combine (E = baseline time / spec time)."""
     pairs = [(w, v) for w, v in zip(weights, values, strict=True) if w > 0]
     if not pairs or any(v is None or v <= 0 for _, v in pairs):
         return None
@@ -193,25 +205,29 @@ def _harmonic(weights: Sequence[float], values: Sequence[float | None]) -> float
 def _combine_predictions(
     rows: list[dict[str, Any]],
     by_category: dict[str, list[dict[str, Any]]],
+    mixes: dict[str, dict[int, StepMix | None]],
     baseline: RunRecord,
     curve: CostCurve,
 ) -> None:
     """Predictions for all requests, combined from the categories' own.
 
     Pooling per-position rates over categories with different acceptance misweights them, because the
-    share of steps each category contributes changes with k; τ and E combine exactly as ratios of totals,
-    weighted by each category's decode tokens (τ) and baseline decode time (E).
+    share of steps each category contributes changes with k; the categories' expected steps add up
+    instead (τ and E_cal of the sum), and E combines as a ratio of totals weighted by each category's
+    baseline decode time.
     """
-    tokens, times = [], []
+    times = []
     for category in by_category:
         t = decode_timing(_scope(baseline, category).requests, curve)
-        tokens.append(0.0 if t is None else float(t.tokens))
         times.append(0.0 if t is None else t.decode_s)
     for i, row in enumerate(rows):
         cats = [r[i] for r in by_category.values()]
-        tau = _harmonic(tokens, [r["acceptance_length_predicted"] for r in cats])
-        row["acceptance_length_predicted"] = tau
-        row["speedup_calibrated_predicted"] = speedup_calibrated(tau, row["k"], curve)
+        parts = [mixes[category][row["k"]] for category in by_category]
+        total: StepMix | None = StepMix()
+        for part in parts:
+            total = None if total is None or part is None else total + part
+        row["acceptance_length_predicted"] = None if total is None else total.acceptance_length
+        row["speedup_calibrated_predicted"] = speedup_calibrated(total, curve)
         row["speedup_predicted"] = _harmonic(times, [r["speedup_predicted"] for r in cats])
 
 
@@ -249,8 +265,13 @@ def analyse_tune(
     fitted = [t for k, t in timings.items() if t is not None and k != holdout]
     overhead = fit_overhead(fitted)
     scopes = [ALL, *sorted({r.category for r in baseline.requests})]
-    rows = {s: _scope_rows(s, baseline, by_k, curve, k_max, source, holdout, overhead) for s in scopes}
-    _combine_predictions(rows[ALL], {s: r for s, r in rows.items() if s != ALL}, baseline, curve)
+    mixes: dict[str, dict[int, StepMix | None]] = {s: {} for s in scopes}
+    rows = {
+        s: _scope_rows(s, baseline, by_k, curve, k_max, source, holdout, overhead, mixes[s]) for s in scopes
+    }
+    _combine_predictions(
+        rows[ALL], {s: r for s, r in rows.items() if s != ALL}, mixes, baseline, curve
+    )
     section: dict[str, Any] = {
         "draft": runs[0].draft.name if runs[0].draft is not None else None,
         "k_max": k_max,
@@ -289,6 +310,12 @@ def explain_row(row: dict[str, Any]) -> list[str]:
     lines = [
         f"k={k}: E_lev {x(row.get('speedup_leviathan'))} assumes verifying {k + 1} tokens costs one forward."
     ]
+    short = gap.get("short_drafts")
+    if short is not None and abs(short - 1.0) > 0.005:
+        lines.append(
+            f"Steps near the token limit draft fewer than {k} tokens (fewer tokens, cheaper steps): "
+            f"×{short:.2f}."
+        )
     v = row.get("verification_factor")
     if v is not None and gap.get("verification") is not None:
         lines.append(
@@ -304,7 +331,7 @@ def explain_row(row: dict[str, Any]) -> list[str]:
         share = row.get("overhead_share")
         where = "" if share is None else f"; {share:.0%} of speculative decode time is outside the forwards"
         lines.append(
-            f"Engine overhead (sampling, cache bookkeeping, draft catch-up, short last steps{where}): "
+            f"Engine overhead (sampling, cache bookkeeping, draft catch-up{where}): "
             f"×{gap['engine']:.2f} → E_meas decode-only {x(row.get('speedup_measured_decode'))}."
         )
     if gap.get("prefill") is not None:
