@@ -21,14 +21,16 @@ WIDE = {"COLUMNS": "200"}
 
 @pytest.fixture(scope="module")
 def runs(tiny: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Runs 1 and 2: the layer-skip draft twice; run 3: a useless draft under the same name ("draft")."""
+    """Runs 1 and 2: the layer-skip draft twice; run 3: a useless draft under the same name ("draft").
+
+    Ten prompts: intervals need 10 requests (docs/metrics.md, "Statistics")."""
     root = tmp_path_factory.mktemp("compare")
     useless = root / "elsewhere" / "draft"
     shutil.copytree(tiny.random_draft, useless)
     for i, draft in enumerate([tiny.draft, tiny.draft, useless], start=1):
         res = runner.invoke(app, [
             "bench", "--target", str(tiny.target), "--draft", str(draft), "--prompts",
-            str(bundled_prompts("smoke")), "--k", "3", "--limit", "3", "--max-tokens", "10",
+            str(bundled_prompts("smoke")), "--k", "3", "--limit", "10", "--max-tokens", "10",
             "--cost-repeats", "1", "-q", "--store", str(root / "s.sqlite"),
             "--json", str(root / f"r{i}.json"),
         ])  # fmt: skip

@@ -61,7 +61,7 @@ def test_sample_points_equal_the_summary_figures() -> None:
 
 
 def test_identical_runs_differ_by_exactly_zero_when_paired() -> None:
-    rows = make_rows(4, n=16)
+    rows = make_rows(4, n=24)  # 12 per category: intervals need 10 requests (docs/metrics.md, Statistics)
     cmp = compare_sources(source("A", rows), source("B", rows), n_resamples=300)
     assert not cmp.approximate
     assert {b.category for b in cmp.blocks} == {"all", "general", "legal"}

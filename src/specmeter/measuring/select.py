@@ -46,4 +46,5 @@ def run_select(
 
     m = run_candidates(cfg, reporter)
     runs = [m.state.candidate_run(i) for i in range(len(m.state.candidates))]
-    return close(m, analyse_select(m.state.baseline_run(), runs, mix, seed=cfg.seed), render=render)
+    # Intervals use the fixed bootstrap seed 0 (docs/metrics.md, "Statistics"); --seed is for sampling.
+    return close(m, analyse_select(m.state.baseline_run(), runs, mix), render=render)

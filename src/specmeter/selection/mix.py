@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from specmeter.metrics.stats import MIN_CI_REQUESTS
+
 __all__ = [
     "MixError",
     "assign_domains",
@@ -111,8 +113,11 @@ def bootstrap_weighted(
     seed: int = 0,
 ) -> np.ndarray | None:
     """Bootstrap samples of E_mix, shape (n_resamples, candidates): paired across candidates, stratified
-    by domain. None when some weighted domain has fewer than 2 requests (no spread to resample)."""
+    by domain. None when some weighted domain has fewer than 2 requests (no spread to resample) or the
+    weighted domains hold fewer than ``MIN_CI_REQUESTS`` requests in all (docs/metrics.md, "Statistics")."""
     rng = np.random.default_rng(seed)
+    if int(sum(np.count_nonzero(domains == d) for d, w in enumerate(weights) if w > 0)) < MIN_CI_REQUESTS:
+        return None
     strata = []
     for d, weight in enumerate(weights):
         idx = np.flatnonzero(domains == d)

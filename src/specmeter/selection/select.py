@@ -203,7 +203,7 @@ def _routed(run: RunRecord, row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def analyse_select(
-    baseline: RunRecord, runs: Sequence[RunRecord], mix: Mapping[str, float] | None, *, seed: int = 0
+    baseline: RunRecord, runs: Sequence[RunRecord], mix: Mapping[str, float] | None
 ) -> dict[str, Any]:
     """The ``select`` section; ``mix`` as returned by ``mix.parse_mix`` (None: the golden set's own mix)."""
     runs = [r for r in runs if r.draft is not None]
@@ -219,7 +219,7 @@ def analyse_select(
     router = np.array([a.base[i] if c is None else a.spec[i, c] for i, c in enumerate(picks)])
     columns = np.column_stack([a.spec, router]) if a.base.size else np.zeros((0, len(runs) + 1))
     scores = _Scores(
-        weighted_speedups(a.base, columns, a.dom, w), bootstrap_weighted(a.base, columns, a.dom, w, seed=seed)
+        weighted_speedups(a.base, columns, a.dom, w), bootstrap_weighted(a.base, columns, a.dom, w)
     )
     order, ranking = _ranking(runs, scores)
     memory = _memory(runs)

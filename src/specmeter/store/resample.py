@@ -19,6 +19,7 @@ import numpy.typing as npt
 from specmeter.metrics.acceptance import acceptance_counts, per_position_acceptance
 from specmeter.metrics.latency import chunk_gaps, tpot
 from specmeter.metrics.records import RequestRecord
+from specmeter.metrics.stats import MIN_CI_REQUESTS
 
 __all__ = ["N_RESAMPLES", "RequestSample", "metric_keys"]
 
@@ -127,7 +128,7 @@ class RequestSample:
         for i, r in enumerate(records):
             for p in per_position_acceptance(r.steps)[:positions]:
                 self.kept[i, p.position - 1] = p.accepted
-                self.reached[i, p.position - 1] = p.count
+                self.reached[i, p.position - 1] = p.reached
         paired = _pair_times(records, baseline or [])
         mask = ~np.isnan(paired)
         self.has_pairs = bool(mask.any())
@@ -155,8 +156,11 @@ class RequestSample:
             "tpot": self.tpot.percentile(counts, 50.0),
             "gap_p99": self.gaps.percentile(counts, 99.0),
         }
+        # P_i = q_0 · … · q_i, q_i = accepted / reached (docs/metrics.md, "per-position acceptance")
+        cumulative = np.ones(len(counts))
         for i in range(self.positions):
-            out[f"p{i + 1}"] = ratio(self.kept[:, i], self.reached[:, i])
+            cumulative = cumulative * ratio(self.kept[:, i], self.reached[:, i])
+            out[f"p{i + 1}"] = cumulative
         return out
 
     def point(self) -> dict[str, float | None]:
@@ -167,9 +171,10 @@ class RequestSample:
     def bootstrap(self, n_resamples: int = N_RESAMPLES, seed: int = 0) -> dict[str, Array] | None:
         """Each statistic over ``n_resamples`` resamples of the requests (NaN where undefined).
 
-        None with fewer than 2 requests, where resampling says nothing.
+        None with fewer than ``MIN_CI_REQUESTS`` requests, where the intervals would be far too narrow
+        (docs/metrics.md, "Statistics").
         """
-        if self.n < 2:
+        if self.n < max(MIN_CI_REQUESTS, 2):
             return None
         rng = np.random.default_rng(seed)
         block = max(1, _BLOCK_ELEMENTS // (self.n * (1 + _Sorted._CHUNKS // 16)))
