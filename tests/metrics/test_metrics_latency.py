@@ -45,7 +45,9 @@ def test_tpot_with_a_multi_token_first_chunk_is_per_token_after_the_first_token(
     # N − 1 = 4 tokens after it, as vLLM's and genai-perf's TPOT do: 0.2/4 = 0.05 s — the two tokens that
     # rode in the first chunk came for free. The rhythm after the first chunk, 0.1 s per token, is the
     # per-token gap (docs/metrics.md "TPOT" says which is which and why).
-    r = request("a", output_tokens=5, ttft_s=0.1, latency_s=0.3, emitted=emissions((0.1, 3), (0.2, 1), (0.3, 1)))
+    r = request(
+        "a", output_tokens=5, ttft_s=0.1, latency_s=0.3, emitted=emissions((0.1, 3), (0.2, 1), (0.3, 1))
+    )
     assert tpot(r) == pytest.approx(0.05)
     assert per_token_gaps(r) == pytest.approx([0.1, 0.1])
     # and the pooled decode throughput is its inverse: 4 tokens over 0.2 s
@@ -134,7 +136,9 @@ def test_zero_gaps_neither_set_the_rhythm_nor_stall() -> None:
     assert stalls(burst) == 0
     assert count_stalls([burst]) == (0, 4)
     # the rhythm is the median of the non-zero gaps: 0.1, 0.1, 0.7 -> 0.1; the 0.7 s pause is a stall
-    paused = request("b", output_tokens=6, emitted=emissions((0.0, 1), (0.0, 1), (0.1, 1), (0.2, 1), (0.9, 1)))
+    paused = request(
+        "b", output_tokens=6, emitted=emissions((0.0, 1), (0.0, 1), (0.1, 1), (0.2, 1), (0.9, 1))
+    )
     assert stall_indexes(paused) == [3]
     # all gaps zero: one burst, no rhythm, no stall
     assert stalls(request("c", output_tokens=3, emitted=emissions(*[(0.5, 1)] * 3))) == 0

@@ -30,12 +30,7 @@ def random_steps(rng: random.Random, k: int, *, full: bool = False) -> list[Step
     steps = []
     style = rng.random()
     for _ in range(rng.randint(0, 60)):
-        if full:
-            d = k
-        elif rng.random() < style:
-            d = k
-        else:
-            d = rng.randint(0, k)
+        d = k if full or rng.random() < style else rng.randint(0, k)
         # acceptance with a per-workload β, sometimes position-dependent, sometimes adversarial
         if rng.random() < 0.2:
             a = rng.randint(0, d)

@@ -16,9 +16,8 @@ import math
 import re
 import subprocess
 import sys
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from metrics_builders import DRAFT, baseline_run, emissions, request, run, spec_run, step
@@ -217,7 +216,8 @@ def test_empty_run() -> None:
     s = summarize(run([]), run([], draft=None))
     assert (s["requests"], s["steps"], s["emitted_tokens"], s["stalls"]) == (0, 0, 0, 0)
     assert s["per_position"] == [
-        {"position": i, "cumulative": None, "conditional": None, "count": 0, "reached": 0} for i in (1, 2, 3, 4)
+        {"position": i, "cumulative": None, "conditional": None, "count": 0, "reached": 0}
+        for i in (1, 2, 3, 4)
     ]
     for key in (
         "acceptance_rate",

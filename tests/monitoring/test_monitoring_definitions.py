@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from specmeter.monitoring.acceptance import acceptance_from_delta
-from specmeter.monitoring.adapters import ACCEPTED, DRAFT_TOKENS, DRAFTS, Reading, counter_delta, read_counters
+from specmeter.monitoring.adapters import (
+    ACCEPTED,
+    DRAFT_TOKENS,
+    DRAFTS,
+    Reading,
+    counter_delta,
+    read_counters,
+)
 from specmeter.monitoring.promtext import parse_metrics
 
 
@@ -102,3 +109,18 @@ def test_a_new_process_start_time_is_a_restart_even_when_every_counter_rose() ->
     assert (d.values[DRAFTS], d.values[DRAFT_TOKENS], d.values[ACCEPTED]) == (120, 480, 390)
     same = counter_delta(before, reading(vllm({"0": (120, 480, 390)}, start=1000.0), 10.0))
     assert (same.values[DRAFTS], same.values[ACCEPTED]) == (20, 90) and not same.resets
+
+
+def test_the_monitor_view_marks_estimated_alpha_and_per_draft_rates() -> None:
+    from specmeter.monitoring.live import window_line
+    from specmeter.monitoring.windows import Window
+
+    r0 = reading(tgi(0, 0, [0, 0, 0, 0, 0], 0), 0.0)
+    r1 = reading(tgi(60, 140, [10, 20, 30, 40, 60], 10), 5.0)
+    acc = acceptance_from_delta("tgi", counter_delta(r0, r1), k=4)
+    line = window_line(Window("http://tgi", "tgi", 0.0, 5.0, acc))
+    assert "α ≈" in line  # D = S·k is an estimate
+    assert acc.per_position_definition == "per_draft" and "(per draft)" in line
+    vllm_window = acceptance_from_delta("vllm", counter_delta(*(reading(vllm({"0": v}), t) for v, t in (
+        ((0, 0, 0), 0.0), ((10, 40, 30), 1.0)))), k=4)  # fmt: skip
+    assert "α 0.750" in window_line(Window("http://v", "vllm", 0.0, 1.0, vllm_window))

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from report_fixtures import LEGAL_REASONS
 from rich.console import Console
 
@@ -58,11 +59,12 @@ def test_category_table_and_danger_reasons(result: dict[str, Any]) -> None:
     assert "by category" in out
     assert "0.210 (210/1,000) [0.17, 0.25]" in out
     assert "0.84× [0.79, 0.90]" in out
-    assert "DANGER ZONE — legal × draft-a @ k=4" in out
-    assert LEGAL_REASONS[0] in out
-    # The overall danger flag of draft-a and its reason are printed too.
-    assert "DANGER ZONE — draft-a @ k=4: Acceptance rate α = 0.48 is below 0.5." in out
-    assert "DANGER ZONE — legal × draft-c" not in out
+    # One sentence for draft-a: its own reason in full, then its category in the danger zone, compactly.
+    flat = " ".join(out.split())
+    assert "DANGER ZONE — draft-a @ k=4: Acceptance rate α = 0.48 is below 0.5." in flat
+    assert "In 1 of 2 categories (α < 0.50 or E_meas < 1.00×): legal (α 0.21; E_meas 0.84×)." in flat
+    assert LEGAL_REASONS[0] not in out  # the category's full sentences are not repeated
+    assert "DANGER ZONE — draft-c" not in flat
 
 
 def test_danger_flags_are_red() -> None:
@@ -139,3 +141,48 @@ def test_report_never_imports_torch() -> None:
         "assert 'torch' not in sys.modules, 'report imported torch'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _many_categories(n: int, overall: bool) -> dict[str, Any]:
+    """A candidate in the danger zone on n categories (the legal set with a general draft: 20+)."""
+    reasons = ["acceptance rate 0.21 < 0.50: most drafted tokens are thrown away"]
+    cats = {
+        f"legal/c{i:02d}": {
+            "requests": 10, "acceptance_rate": 0.2 + i / 100, "speedup_measured": 0.9 if i % 2 else 1.1,
+            "danger_zone": True, "danger_reasons": reasons,
+        }
+        for i in range(n)
+    }  # fmt: skip
+    cats["general"] = {"requests": 10, "acceptance_rate": 0.7, "speedup_measured": 1.4, "danger_zone": False}
+    summary = {"requests": 210, "acceptance_rate": 0.3, "danger_zone": overall,
+               "danger_reasons": reasons if overall else []}  # fmt: skip
+    return {"candidates": [{"draft": "draft-general", "k": 4, "summary": summary, "by_category": cats}]}
+
+
+@pytest.mark.parametrize("overall", [True, False])
+def test_danger_zone_is_one_sentence_per_candidate_with_categories_listed_compactly(overall: bool) -> None:
+    # issue 12: the legal set printed one full danger sentence per category (20+ lines)
+    out = render(_many_categories(21, overall))
+    assert out.count("DANGER ZONE") == 1
+    assert out.count("most drafted tokens are thrown away") == (1 if overall else 0)
+    note = next(line for line in out.splitlines() if "DANGER ZONE" in line)
+    assert "draft-general @ k=4" in note
+    assert "21 of 22 categories" in out.replace("\n", " ")
+    flat = " ".join(out.split())
+    assert "legal/c00 (α 0.20; E_meas" not in flat  # c00: E_meas 1.1 is fine
+    assert "legal/c00 (α 0.20)" in flat and "legal/c01 (α 0.21; E_meas 0.90×)" in flat
+    assert "general (" not in flat
+
+
+def test_weight_bandwidth_and_its_share_of_the_copy_bandwidth_are_printed() -> None:
+    # issue 20: achieved_bytes_per_s and bandwidth_fraction were defined but never output
+    s = {"achieved_bytes_per_s": 1.5 * 2**30, "copy_bytes_per_s": 6 * 2**30, "bandwidth_fraction": 0.25,
+         "decode_tokens_per_s": 40.0, "tokens_per_s": 30.0}  # fmt: skip
+    out = render({"baseline": {"summary": s}, "candidates": [{"draft": "d", "k": 2, "summary": s}]})
+    assert "1.50 GiB/s (25% of 6.00 GiB/s copy)" in out
+    assert "tokens/s decode" in out and "40.0" in out
+
+    from specmeter.report.html import render_report
+
+    html = render_report({"baseline": {"summary": s}, "candidates": [{"draft": "d", "k": 2, "summary": s}]})
+    assert "1.50 GiB/s (25% of 6.00 GiB/s copy)" in html and "weight bandwidth (share of copy)" in html

@@ -183,3 +183,28 @@ def test_non_finite_figures_are_skipped_not_drawn(result: dict[str, Any], value:
     broken["candidates"][1]["summary"]["speedup_measured_ci"] = [value, value]
     broken["candidates"][1]["summary"]["per_position"][1]["cumulative"] = value
     assert_every_chart_drew(parse(render_report(broken)), ALL_CHARTS)
+
+
+def test_danger_sentence_is_said_once_per_candidate_not_in_every_category_row() -> None:
+    # issue 12: the HTML report repeated the full danger sentence in every category row
+    reason = "acceptance rate 0.21 < 0.50: most drafted tokens are thrown away"
+    cats = {
+        f"legal/c{i:02d}": {"requests": 10, "acceptance_rate": 0.21, "speedup_measured": 1.2,
+                            "danger_zone": True, "danger_reasons": [reason]}
+        for i in range(12)
+    }  # fmt: skip
+    result = {
+        "kind": "bench",
+        "candidates": [
+            {
+                "draft": "draft-general",
+                "k": 4,
+                "summary": {"acceptance_rate": 0.21, "danger_zone": True, "danger_reasons": [reason]},
+                "by_category": cats,
+            }
+        ],
+    }
+    text = render_report(result)
+    assert text.count("most drafted tokens are thrown away") == 1  # the candidate row only
+    assert "In 12 of 12 categories" in text
+    assert text.count("DANGER: α 0.21</td>") == 12  # the category rows: the figure, not the sentence

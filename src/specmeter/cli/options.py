@@ -33,6 +33,10 @@ def _option(name: str, kind: Any, *decls: str, help: str, default: Any = _REQUIR
     return name, Annotated[kind, typer.Option(*decls, help=help)], default  # type: ignore[valid-type]
 
 
+_SEED_HELP = (
+    "Seed for sampling at temperature > 0. Bootstrap intervals always use seed 0, so the same records give "
+    "the same interval."
+)
 _HEAD = (
     _option("target", Path, "--target", help="Target model directory (Hugging Face format)."),
     _option("prompts", Path, "--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl."),
@@ -45,9 +49,7 @@ _TAIL = (
     _option("max_tokens", int, "--max-tokens", help="Output tokens per request (unless the prompt says).",
             default=_C.max_tokens),
     _option("limit", int | None, "--limit", help="Only the first N prompts.", default=_C.limit),
-    _option("seed", int, "--seed",
-            help="Seed for sampling at temperature > 0. Bootstrap intervals always use seed 0, so the same "
-                 "records give the same interval.", default=_C.seed),  # fmt: skip
+    _option("seed", int, "--seed", help=_SEED_HELP, default=_C.seed),
     _option("json_out", Path | None, "--json", help="Write the whole result as JSON.", default=_C.json_out),
     _option("csv_out", Path | None, "--csv", help="Write one CSV row per request.", default=_C.csv_out),
     _option("log_out", Path | None, "--log", help="Per-request JSONL log (tokens, latency, accepted).",

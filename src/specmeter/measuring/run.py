@@ -88,6 +88,20 @@ def measure_costs_for(cfg: MeasureConfig) -> Measure:
     return measure
 
 
+def stamp_copy_bandwidth(state: RunState[Any]) -> None:
+    """Measure the device's copy bandwidth beside the cost curves and keep it on each of them: the
+    reference of ``bandwidth_fraction`` (engine.membw, docs/metrics.md "achieved bandwidth")."""
+    from dataclasses import replace
+
+    from specmeter.engine.membw import measure_copy_bandwidth
+
+    if not state.cost_curves:
+        return
+    copy = measure_copy_bandwidth(state.target.model.device)
+    for name, curve in list(state.cost_curves.items()):
+        state.cost_curves[name] = replace(curve, copy_bytes_per_s=copy)
+
+
 def run_candidates(
     cfg: MeasureConfig,
     reporter: Reporter,
@@ -191,6 +205,7 @@ def _measure(
     if not vllm:
         with reporter.status("measuring the cost curve t_T(n) and t_D(1) on warm caches…"):
             (measure or measure_costs_for(cfg))(state, prompts[0].ids)
+            stamp_copy_bandwidth(state)
         if on_costs is not None:
             on_costs(m)
 

@@ -194,17 +194,13 @@ def shortens_drafts(requests: Iterable[RequestRecord], k: int) -> bool:
     """Whether a run at k shows the engine shortening drafts near the token limit (a step with d_s < k in
     a request that ended at the limit). specmeter's engine does (d = min(k, tokens left − 1)); an engine
     that drafts k to the end and throws the surplus away does not."""
-    return any(
-        s.drafted < k for r in requests if r.finish_reason == "length" for s in r.steps
-    )
+    return any(s.drafted < k for r in requests if r.finish_reason == "length" for s in r.steps)
 
 
 def decode_budgets(requests: Iterable[RequestRecord], shortened: bool) -> list[DecodeBudget]:
     """Each request's decode tokens (tokens appended after the first), and whether its drafts are cut short
     near the end: only requests that ended at the token limit, and only on an engine that shortens."""
-    return [
-        (sum(s.emitted for s in r.steps), shortened and r.finish_reason == "length") for r in requests
-    ]
+    return [(sum(s.emitted for s in r.steps), shortened and r.finish_reason == "length") for r in requests]
 
 
 def _accept_probs(conditional: Sequence[float | None], d: int) -> list[float] | None:
@@ -264,8 +260,8 @@ def predict_step_mix(
 
     Acceptance follows the per-position conditional rates q_0..q_{k−1} measured at a k ≥ this one
     (position i behaves the same whether or not the draft goes on); None for k beyond the measured
-    positions or when a position the draft can reach has no rate. Requests are independent, so the mix of a workload is the sum of its
-    requests' expectations.
+    positions or when a position the draft can reach has no rate. Requests are independent, so the mix
+    of a workload is the sum of its requests' expectations.
     """
     if k < 1:
         raise ValueError("k must be >= 1")

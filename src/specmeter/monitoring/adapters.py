@@ -262,7 +262,9 @@ def counter_delta(before: Reading, after: Reading) -> CounterDelta:
     counters of the restarted engines.
     """
     restarted = (
-        before.start_time is not None and after.start_time is not None and after.start_time != before.start_time
+        before.start_time is not None
+        and after.start_time is not None
+        and after.start_time != before.start_time
     )
     reset_engines: set[LabelKey] = set()
     for name, series in after.counters.items():

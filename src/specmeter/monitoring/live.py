@@ -24,10 +24,21 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 
 def _positions(w: Window) -> str:
-    rows = w.acceptance.per_position if w.acceptance is not None else None
+    """Cumulative rate per position; "per draft" (counters ÷ drafts, docs/metrics.md) unless the counters
+    show every draft had k tokens, when it is P_i itself."""
+    a = w.acceptance
+    rows = a.per_position if a is not None else None
     if not rows:
         return DASH
-    return " ".join(DASH if r["cumulative"] is None else f"{r['cumulative']:.2f}" for r in rows)
+    text = " ".join(DASH if r["cumulative"] is None else f"{r['cumulative']:.2f}" for r in rows)
+    return text + (" (per draft)" if a is not None and a.per_position_definition == "per_draft" else "")
+
+
+def _alpha(w: Window) -> str:
+    """α, marked ≈ where D was estimated (TGI: no drafted-token counter)."""
+    a = w.acceptance
+    approx = a is not None and "acceptance_rate" in a.estimated
+    return ("≈" if approx and w.alpha is not None else "") + _num(w.alpha)
 
 
 def window_line(w: Window) -> str:
@@ -36,7 +47,7 @@ def window_line(w: Window) -> str:
     a = w.acceptance
     parts = [
         f"[{iso(w.t_end)}] {w.target} ({w.kind})",
-        f"α {_num(w.alpha)}",
+        f"α {_alpha(w)}",
         f"τ {_num(w.tau)}",
         f"per-position {_positions(w)}",
         f"drafts {DASH if w.drafts is None else w.drafts}",
@@ -64,7 +75,7 @@ def render(trackers: Mapping[str, WindowTracker], rules: AlertRules, alpha_thres
             )
             continue
         a = w.acceptance
-        alpha = Text(_num(w.alpha))
+        alpha = Text(_alpha(w))
         if w.alpha is not None and alpha_threshold is not None and w.alpha < alpha_threshold:
             alpha.stylize("bold red")
         active = ", ".join(sorted(rules.active(url))) or DASH

@@ -17,6 +17,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from specmeter.metrics.stats import MIN_CI_REQUESTS
+from specmeter.metrics.summary import ACCEPTANCE_DANGER, SPEEDUP_DANGER
 from specmeter.report.fmt import (
     DASH,
     as_float,
@@ -34,6 +36,8 @@ from specmeter.report.fmt import (
 )
 
 __all__ = [
+    "danger_note",
+    "danger_tags",
     "fmt_bytes",
     "fmt_ci",
     "fmt_dist",
@@ -188,13 +192,26 @@ def _summary_rows(s: Any, base: Any) -> list[tuple[str, str, str]]:
         ("gap/token p50 / p99", *both("gap_per_token_ms")),
         ("jitter (gap p99/p50)", _jitter(s), _jitter(base)),
         ("stalls (> 3× median gap)", _stalls(s), _stalls(base)),
-        ("tokens/s", *both("tokens_per_s", per_second)),
+        ("tokens/s end-to-end", *both("tokens_per_s", per_second)),
+        ("tokens/s decode", *both("decode_tokens_per_s", per_second)),
         ("weights W_T / W_D", weights, fmt_bytes(_get(base, "weight_bytes", "target"))),
         ("extra memory", fmt_bytes(_get(s, "extra_memory_bytes")), DASH),
         ("weight traffic/token", traffic, fmt_bytes(base_traffic)),
         ("bandwidth efficiency", efficiency, DASH),
+        ("weight bandwidth (of copy)", bandwidth(s), bandwidth(base)),
     ]
     return rows
+
+
+def bandwidth(s: Any) -> str:
+    """Achieved weight bandwidth and its share of the measured copy bandwidth: ``1.20 GiB/s (34% of 3.50
+    GiB/s copy)``; a dash where nothing was measured."""
+    achieved = fmt_bytes(_get(s, "achieved_bytes_per_s"))
+    if achieved == DASH:
+        return DASH
+    copy = fmt_bytes(_get(s, "copy_bytes_per_s"))
+    fraction = fmt_pct(_get(s, "bandwidth_fraction"), 0)
+    return f"{achieved}/s" + ("" if copy == DASH else f" ({fraction} of {copy}/s copy)")
 
 
 def _ratio(num: Any, den: Any) -> float | None:
@@ -233,13 +250,12 @@ def _candidate_table(candidate: Mapping[str, Any], baseline: Any) -> Table:
     return table
 
 
-def _category_table(candidates: Sequence[Mapping[str, Any]]) -> tuple[Table, list[Text]]:
-    """One row per category × candidate, plus the danger notes to print beneath it."""
+def _category_table(candidates: Sequence[Mapping[str, Any]]) -> Table:
+    """One row per category × candidate; the danger notes are printed once per candidate elsewhere."""
     table = Table(title="by category", title_justify="left", title_style="bold")
     for column in ("category", "candidate", "α (count) [CI]", "τ", "E_meas [CI]", "jitter", "danger"):
         table.add_column(column)
     categories = sorted({str(c) for cand in candidates for c in (cand.get("by_category") or {})})
-    notes: list[Text] = []
     for category in categories:
         for cand in candidates:
             s = _get(cand, "by_category", category)
@@ -257,13 +273,53 @@ def _category_table(candidates: Sequence[Mapping[str, Any]]) -> tuple[Table, lis
                 Text(fmt_num(_get(s, "jitter"))),
                 _danger_cell(s),
             )
-            if _get(s, "danger_zone") is True:
-                notes.append(_danger_note(f"{category} × {_label(cand)}", s))
-    return table, notes
+    return table
 
 
-def _danger_note(what: str, summary: Any) -> Text:
-    return Text(f"⚠ DANGER ZONE — {what}: {_reasons(summary)}", style=DANGER_STYLE)
+def danger_tags(summary: Any) -> list[str]:
+    """The figures that put a summary in the danger zone, short: ``["α 0.21", "E_meas 0.84×"]``."""
+    tags = []
+    alpha, e_meas = as_float(_get(summary, "acceptance_rate")), as_float(_get(summary, "speedup_measured"))
+    if alpha is not None and alpha < ACCEPTANCE_DANGER:
+        tags.append(f"α {fmt_num(alpha)}")
+    if e_meas is not None and e_meas < SPEEDUP_DANGER:
+        tags.append(f"E_meas {fmt_speedup(e_meas)}")
+    if not tags and _get(summary, "danger_zone") is True:
+        tags.append(_reasons(summary))  # a reason without a figure we know how to shorten
+    return tags
+
+
+def danger_note(candidate: Mapping[str, Any], *, label: bool = True) -> str | None:
+    """One sentence per candidate: its own danger reasons in full, then its categories in the danger zone
+    listed compactly with the figures that put them there (docs/metrics.md, "Danger zone"). None when
+    neither the candidate nor any of its categories is in the danger zone. ``label=False`` leaves out the
+    "⚠ DANGER ZONE — <candidate>" head, for a table row that already names the candidate."""
+    summary = candidate.get("summary")
+    by_category = candidate.get("by_category") or {}
+    risky = [(str(c), s) for c, s in sorted(by_category.items()) if _get(s, "danger_zone") is True]
+    overall = _get(summary, "danger_zone") is True
+    if not overall and not risky:
+        return None
+    parts = []
+    if overall:
+        reasons = _reasons(summary)
+        parts.append(reasons if reasons.endswith((".", "!", "?")) else reasons + ".")
+    if risky:
+        listed = ", ".join(f"{c} ({'; '.join(danger_tags(s))})" for c, s in risky)
+        parts.append(
+            f"{'In' if overall or not label else 'in'} {len(risky)} of {len(by_category)} categories "
+            f"(α < {ACCEPTANCE_DANGER:.2f} or E_meas < {SPEEDUP_DANGER:.2f}×): {listed}."
+        )
+    body = " ".join(parts)
+    if not label:
+        return body
+    head = f"⚠ DANGER ZONE — {_label(candidate)}"
+    return f"{head}: {body}" if overall else f"{head} {body}"
+
+
+def _danger_note(candidate: Mapping[str, Any]) -> Text | None:
+    note = danger_note(candidate)
+    return None if note is None else Text(note, style=DANGER_STYLE)
 
 
 def verdict(result: Mapping[str, Any]) -> Text:
@@ -358,13 +414,22 @@ def render_result(result: Mapping[str, Any], console: Console) -> None:
         console.print(Text("No candidate measured.", style="bold yellow"))
     for cand in candidates:
         console.print(_candidate_table(cand, baseline))
-        if _get(cand, "summary", "danger_zone") is True:
-            console.print(_danger_note(_label(cand), cand.get("summary")))
     if any(cand.get("by_category") for cand in candidates):
-        table, notes = _category_table(candidates)
-        console.print(table)
-        for note in notes:
+        console.print(_category_table(candidates))
+    # One danger sentence per candidate, its categories listed compactly (not one sentence per category).
+    for cand in candidates:
+        note = _danger_note(cand)
+        if note is not None:
             console.print(note)
+    requests = as_float(_get(candidates[0], "summary", "requests")) if candidates else None
+    if requests is not None and requests < MIN_CI_REQUESTS:
+        console.print(
+            Text(
+                f"No 95% intervals: {fmt_int(requests)} requests, fewer than the {MIN_CI_REQUESTS} an "
+                "interval needs (docs/metrics.md, Statistics).",
+                style="yellow",
+            )
+        )
     for line in vllm_check_lines(result):
         console.print(line)
     console.print(verdict(result))

@@ -18,7 +18,15 @@ from typing import Any
 
 from specmeter import __version__
 from specmeter.economics.roi import RoiInputs, compute_roi
-from specmeter.report.console import hygiene_line, stability_lines, verdict, vllm_check_lines
+from specmeter.report.console import (
+    bandwidth,
+    danger_note,
+    danger_tags,
+    hygiene_line,
+    stability_lines,
+    verdict,
+    vllm_check_lines,
+)
 from specmeter.report.fmt import (
     DASH,
     as_float,
@@ -89,11 +97,20 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], danger_col: in
 
 
 def _danger(s: Any) -> str:
+    """A category row's cell: the figures that put it in the danger zone, not the full sentence (that is
+    said once per candidate, in the candidates table)."""
     flag = _get(s, "danger_zone")
     if flag is True:
-        reasons = _get(s, "danger_reasons") or []
-        return "DANGER: " + " ".join(str(r) for r in reasons) if reasons else "DANGER"
+        return "DANGER: " + "; ".join(danger_tags(s))
     return "ok" if flag is False else DASH
+
+
+def _candidate_danger(c: Any) -> str:
+    """A candidate row's cell: its reasons in full and its categories in the danger zone, compactly."""
+    note = danger_note(c, label=False) if isinstance(c, Mapping) else None
+    if note is not None:
+        return "DANGER: " + note
+    return "ok" if _get(c, "summary", "danger_zone") is False else DASH
 
 
 def _alpha(s: Any) -> str:
@@ -152,7 +169,7 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
                 models,
                 *_latency_cells(s),
                 extra,
-                _danger(s),
+                _candidate_danger(c),
             ]
         )
     return _table(_CANDIDATE_HEADERS, rows, danger_col=12)
@@ -169,6 +186,31 @@ def _category_table(result: Mapping[str, Any]) -> str | None:
                 [str(category), candidate_label(c), requests, _alpha(s), tau, _e_meas(s), jitter, _danger(s)]
             )
     return _table(_CATEGORY_HEADERS, rows, danger_col=7) if rows else None
+
+
+def _bandwidth_table(result: Mapping[str, Any]) -> str | None:
+    """Weight traffic per token, the bandwidth it takes at the measured decode rate, and its share of the
+    device's measured copy bandwidth (docs/metrics.md, "Memory and bandwidth")."""
+    runs = [("baseline", _get(result, "baseline", "summary"))]
+    runs += [
+        (candidate_label(c), c.get("summary"))
+        for c in result.get("candidates") or []
+        if isinstance(c, Mapping)
+    ]
+    rows = [
+        [label, fmt_bytes(_get(s, "weight_traffic_per_token")), fmt_num(_get(s, "decode_tokens_per_s"), 1),
+         bandwidth(s)]
+        for label, s in runs
+        if isinstance(s, Mapping)
+    ]  # fmt: skip
+    if not any(row[3] != DASH for row in rows):
+        return None
+    headers = ["run", "weight bytes / token", "decode tokens/s", "weight bandwidth (share of copy)"]
+    note = (
+        "Weights only (KV cache and activations not counted), single stream; the copy bandwidth is "
+        "measured on the same device beside the cost curve."
+    )
+    return _table(headers, rows) + f"<p class='note'>{esc(note)}</p>"
 
 
 def _roi_section(result: Mapping[str, Any], roi: RoiInputs | None) -> str:
@@ -289,6 +331,7 @@ def render_report(
         "<h2>Memory and bandwidth</h2>",
         _figure(memory_chart(result), "No memory figures in this result."),
         _figure(traffic_chart(result), "No weight-traffic figures in this result."),
+        _bandwidth_table(result) or "",
         "<h2>Return on investment</h2>",
         _roi_section(result, roi),
         *machine_section(result),

@@ -269,9 +269,7 @@ def analyse_tune(
     rows = {
         s: _scope_rows(s, baseline, by_k, curve, k_max, source, holdout, overhead, mixes[s]) for s in scopes
     }
-    _combine_predictions(
-        rows[ALL], {s: r for s, r in rows.items() if s != ALL}, mixes, baseline, curve
-    )
+    _combine_predictions(rows[ALL], {s: r for s, r in rows.items() if s != ALL}, mixes, baseline, curve)
     section: dict[str, Any] = {
         "draft": runs[0].draft.name if runs[0].draft is not None else None,
         "k_max": k_max,

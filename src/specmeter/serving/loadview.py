@@ -58,7 +58,18 @@ def _pair(dist: Any) -> str:
     return f"{_ms(_get(dist, 'p50'))}/{_ms(_get(dist, 'p99'))}"
 
 
-def _row(table: Table, level: str, role: str, summary: Any, load: Any, speculative: bool) -> None:
+def _estimated(entry: Any) -> list[str]:
+    """Summary keys the server's figures only estimate (TGI exports no drafted-token count)."""
+    server = _get(entry, "server") or {}
+    block = {"metrics": server.get("metrics"), "per_request": server.get("per_request")}.get(
+        server.get("used") or ""
+    )
+    return list(_get(block, "estimated") or [])
+
+
+def _row(
+    table: Table, level: str, role: str, summary: Any, load: Any, speculative: bool, approx: bool = False
+) -> None:
     ok, failed = _get(load, "completed"), _get(load, "failed")
     requests = f"{ok if ok is not None else DASH}" + (f"+{failed}✗" if failed else "")
     tps = as_float(_get(load, "output_tokens_per_s"))
@@ -74,7 +85,7 @@ def _row(table: Table, level: str, role: str, summary: Any, load: Any, speculati
         _ms(_get(summary, "tpot_ms", "p50")),
         _pair(_get(summary, "gap_ms")),
         DASH if tps is None else f"{tps:.0f}",
-        fmt_num(_get(summary, "acceptance_rate"), 3) if speculative else DASH,
+        (("≈" if approx else "") + fmt_num(_get(summary, "acceptance_rate"), 3)) if speculative else DASH,
         fmt_num(_get(summary, "acceptance_length")) if speculative else DASH,
         e_meas,
     )
@@ -109,7 +120,8 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
     for entry in result.get("candidates") or []:
         level = _level(entry)
         summary = entry.get("summary")
-        _row(table, level, "spec", summary, entry.get("load"), True)
+        estimated = _estimated(entry)
+        _row(table, level, "spec", summary, entry.get("load"), True, "acceptance_rate" in estimated)
         baseline = entry.get("baseline")
         if isinstance(baseline, Mapping):
             _row(table, "", "base", baseline.get("summary"), baseline.get("load"), False)
@@ -134,6 +146,13 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
             else f"{level}: no acceptance figures from the server"
         )
         notes += [f"{level}: {n}" for n in server.get("notes") or []]
+        if estimated:
+            notes.append(
+                f"{level}: ≈ estimated assuming every draft had k tokens (the server exports no "
+                "drafted-token count): " + ", ".join(estimated)
+            )
+        block = server.get("metrics") if used == "metrics" else server.get("per_request")
+        notes += [f"{level}: {n}" for n in _get(block, "notes") or []]
         sources = _get(entry, "load", "token_sources") or {}
         if "usage_distributed" in sources or "none" in sources:
             notes.append(
