@@ -56,7 +56,8 @@ class MonitorExporter:
         )
         self.position = Gauge(
             "specmeter_per_position_acceptance",
-            "Share of steps that accepted draft position `position` (1-based) and all before it.",
+            "Steps that accepted draft position `position` (1-based) and all before it, over all drafts: the "
+            "per-draft rate (docs/metrics.md), P_i when every draft had k tokens.",
             ["target", "position"],
             registry=r,
         )
