@@ -163,3 +163,14 @@ def test_parse_thresholds_names_the_bad_part() -> None:
                      ("", "no thresholds")]:  # fmt: skip
         with pytest.raises(ValueError, match=msg):
             parse_thresholds(bad)
+
+
+def test_a_run_from_a_busy_machine_is_named_in_the_notes() -> None:
+    rows = make_rows(4, n=8)
+    busy = source("B", rows)
+    busy.result["hygiene"] = {"verdict": "busy", "reasons": ["other processes used 0.30 cores on average"]}
+    quiet = source("A", rows)
+    quiet.result["hygiene"] = {"verdict": "quiet", "reasons": []}
+    cmp = compare_sources(quiet, busy, n_resamples=50)
+    flagged = [n for n in cmp.notes if "machine" in n]
+    assert len(flagged) == 1 and flagged[0].startswith("run B (B) was measured on a busy machine (other")

@@ -318,6 +318,14 @@ def compare_sources(
     exact = bool(a.requests) and bool(b.requests)
     cmp = Comparison(a_name=a.name, b_name=b.name, approximate=not exact)
     cmp.notes.extend(a.notes + b.notes)
+    for side, source in (("A", a), ("B", b)):
+        machine = source.result.get("hygiene")
+        if isinstance(machine, Mapping) and machine.get("verdict") in ("busy", "unusable"):
+            reasons = "; ".join(str(r) for r in machine.get("reasons") or [])
+            cmp.notes.append(
+                f"run {side} ({source.name}) was measured on a {machine['verdict']} machine ({reasons}): "
+                "a difference in its timings may be the machine's, not the change's"
+            )
     if exact:
         _compare_exact(a, b, cmp, n_resamples, paired)
     else:
