@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-slow test-vllm vllm-env lint demo bench models browser clean
+.PHONY: setup test test-slow test-vllm vllm-env test-prometheus prometheus-bin lint demo bench models browser clean
 
 setup: $(STAMP)
 
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not vllm"
+	$(BIN)/python -m pytest -q -m "not slow and not vllm and not prometheus"
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
@@ -47,6 +47,21 @@ $(VLLM_STAMP): pyproject.toml Makefile
 # vLLM acceptance (printed). About 5 minutes on 2 cores once the environment exists.
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_BIN)/python -m pytest -q -m vllm tests/real_vllm
+
+# Debian's Prometheus 2.42 for `monitor --prometheus` against a real server: the package's binaries are
+# extracted with dpkg-deb into .prometheus/ (no service is installed, started or left running; a
+# `prometheus` already on PATH is used as is). The test starts its own Prometheus scraping two
+# `specmeter serve` instances on loopback, stops it, and runs `promtool check rules` on the shipped rules.
+PROM_DIR := .prometheus
+
+prometheus-bin:
+	@command -v prometheus >/dev/null 2>&1 || test -x $(PROM_DIR)/usr/bin/prometheus || ( \
+		mkdir -p $(PROM_DIR) && cd $(PROM_DIR) && \
+		(apt-get download prometheus || (apt-get update -qq && apt-get download prometheus)) && \
+		dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb )
+
+test-prometheus: $(STAMP) prometheus-bin
+	PATH="$(CURDIR)/$(PROM_DIR)/usr/bin:$$PATH" $(BIN)/python -m pytest -q -s -m prometheus tests/real_prometheus
 
 # Debian's Chromium for the HTML report's rendering test (skipped when it is absent). Needs root and apt.
 browser:
@@ -95,4 +110,4 @@ models: $(STAMP)
 		--steps $(DISTILL_STEPS) --seed 3 --work $(WORK)/draft-legal
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) specmeter-demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) $(PROM_DIR) specmeter-demo .pytest_cache .mypy_cache .ruff_cache

@@ -9,6 +9,7 @@ exits; ``--duration`` bounds the run; otherwise it runs until Ctrl-C.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -43,6 +44,22 @@ def monitor(
         None,
         "--requests",
         help="Per-request JSONL log (a file, or a directory that grows): windows per domain and tenant.",
+    ),
+    prometheus: str | None = typer.Option(
+        None,
+        "--prometheus",
+        help="Prometheus (or compatible) base URL: windows from query_range over the spec-decode counters.",
+    ),
+    group_by: str = typer.Option(
+        "model_name",
+        "--group-by",
+        help="--prometheus: one target per value of this label (pod, instance, …).",
+    ),
+    match: str | None = typer.Option(
+        None, "--match", help="--prometheus: label matchers for every series, e.g. 'job=\"vllm\"'."
+    ),
+    lookback: str | None = typer.Option(
+        None, "--lookback", help="--prometheus: windows to fetch at start (default one --interval)."
     ),
     fields: str | None = typer.Option(
         None,
@@ -81,13 +98,18 @@ def monitor(
     """Watch α, τ and per-position acceptance of running engines; alert and export derived metrics."""
     from specmeter.monitoring.alerts import AlertRules
 
-    if (scrape is not None) + (requests is not None) != 1:
-        fail("give --scrape URL (engines' /metrics) or --requests PATH (per-request logs), one of them")
+    if (scrape is not None) + (requests is not None) + (prometheus is not None) != 1:
+        fail(
+            "give --scrape URL (engines' /metrics), --prometheus URL (Prometheus' HTTP API) "
+            "or --requests PATH (per-request logs), one of them"
+        )
     if fields is not None and requests is None:
         fail("--fields applies to --requests only")
-    if json_out is not None and requests is None:
-        fail("--json applies to --requests only")
-    default = "15s" if scrape is not None else "5m"
+    if json_out is not None and scrape is not None:
+        fail("--json applies to --requests and --prometheus")
+    if prometheus is None and (match is not None or lookback is not None or group_by != "model_name"):
+        fail("--group-by, --match and --lookback apply to --prometheus only")
+    default = "5m" if requests is not None else "15s"
     seconds = parse_seconds(interval or default, "--interval")
     limit = parse_seconds(duration, "--duration") if duration is not None else None
     if server not in KINDS:
@@ -99,7 +121,11 @@ def monitor(
         fail(f"--alert-alpha must be in (0, 1], got {alert_alpha:g}")
     if alert_tau_drop is not None and not 0.0 < alert_tau_drop < 100.0:
         fail(f"--alert-tau-drop must be a percentage in (0, 100), got {alert_tau_drop:g}")
-    for url in [*(scrape or []), *([webhook] if webhook else [])]:
+    if prometheus is not None and server not in ("auto", "vllm", "specmeter", "llamacpp"):
+        fail(f"--server {server}: --prometheus reads counters, which vllm, specmeter and llamacpp export")
+    if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", group_by):
+        fail(f"--group-by: {group_by!r} is not a Prometheus label name")
+    for url in [*(scrape or []), *([prometheus] if prometheus else []), *([webhook] if webhook else [])]:
         if not url.startswith(("http://", "https://")):
             fail(f"{url!r} is not an http(s) URL")
     if export_port is not None and not 0 <= export_port <= 65535:
@@ -130,7 +156,6 @@ def monitor(
             quiet=quiet,
         )
         return
-    assert scrape is not None
 
     from specmeter.monitoring.exporter import MonitorExporter
     from specmeter.monitoring.monitor import MonitorConfig
@@ -138,8 +163,27 @@ def monitor(
     from specmeter.monitoring.store import HistoryStore
 
     kind = None if server == "auto" else ("vllm" if server == "specmeter" else server)
+    factory: Any = None
+    if json_out is not None:
+        from specmeter.measuring import MeasureError, check_output_paths
+
+        try:
+            check_output_paths({"--history": history, "--alerts-log": alerts_log, "--json": json_out})
+        except MeasureError as e:
+            fail(str(e))
+    if prometheus is not None:
+        from specmeter.monitoring.promquery import PrometheusMonitor, PrometheusSource
+
+        source = PrometheusSource(prometheus.rstrip("/"), seconds, group_by, match or "", kind or "vllm", k)
+        back = parse_seconds(lookback, "--lookback") if lookback is not None else seconds
+        factory = functools.partial(
+            PrometheusMonitor,
+            source=source,
+            lookback=back,
+            on_error=lambda m: err_console.print(f"warning: {m}", markup=False, soft_wrap=True),
+        )
     config = MonitorConfig(
-        targets=[metrics_url(u) for u in scrape],
+        targets=[metrics_url(u) for u in scrape or []],
         interval=seconds,
         kind=cast(Any, kind),
         k=k,
@@ -158,16 +202,29 @@ def monitor(
             fail(f"--export-port {export_port}: {e.strerror or e}")
         err_console.print(f"derived metrics on http://{export_host}:{bound}/metrics")
     live = stdout_is_terminal() and not quiet and not once
+    from specmeter.monitoring.promquery import PrometheusError
+
     try:
         monitor = asyncio.run(
-            _watch(config, rules, store, exporter, alerts_log, webhook, live=live, quiet=quiet)
+            _watch(
+                config, rules, store, exporter, alerts_log, webhook, live=live, quiet=quiet, factory=factory
+            )
         )
+    except PrometheusError as e:
+        fail(f"--prometheus: {e}", code=1)
     except KeyboardInterrupt:
         err_console.print(f"stopped; history in {history}")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         exporter.close()
         store.close()
+    if json_out is not None:
+        from specmeter.report.files import write_json_atomic
+
+        windows = [w.as_dict() for t in monitor.trackers.values() for w in t.history]
+        write_json_atomic(json_out, {"source": prometheus, "group_by": group_by, "windows": windows})
+    if prometheus is not None and not monitor.trackers:
+        fail(f"--prometheus: no {kind or 'vllm'} speculative-decoding series in {prometheus}", code=1)
     if once and stdout_is_terminal() and not quiet:
         from specmeter.monitoring.live import render
 
@@ -184,6 +241,7 @@ async def _watch(
     *,
     live: bool,
     quiet: bool,
+    factory: Any = None,
 ) -> Monitor:
     import httpx
     from rich.live import Live
@@ -203,7 +261,7 @@ async def _watch(
                 sinks.append(jsonl)
             if webhook is not None:
                 sinks.append(WebhookSink(webhook, client, on_error=lambda m: say(f"warning: {m}")))
-            monitor = Monitor(config, rules, sinks, store, exporter)
+            monitor = (factory or Monitor)(config, rules, sinks, store, exporter)
             if live:
                 with Live(render(monitor.trackers, rules, rules.alpha_threshold), console=console) as view:
                     monitor.on_window = lambda w, t: view.update(

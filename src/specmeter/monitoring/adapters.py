@@ -40,6 +40,7 @@ __all__ = [
     "Reading",
     "ServerKind",
     "counter_delta",
+    "counter_names",
     "detect_kind",
     "position_key",
     "read_counters",
@@ -98,6 +99,12 @@ _UNAVAILABLE: dict[str, tuple[str, ...]] = {
     ),
     "unknown": ("all acceptance figures: no known speculative-decoding metrics in /metrics",),
 }
+
+
+def counter_names(kind: str) -> Mapping[str, str]:
+    """specmeter's counter name → the server's metric name, for kinds that export counters (vLLM, llama.cpp);
+    what ``monitor --prometheus`` asks Prometheus for. Per-position counts: ``VLLM_PER_POS``."""
+    return dict({"vllm": _VLLM, "llamacpp": _LLAMACPP}.get(kind, {}))
 
 
 def unavailable_metrics(kind: str) -> tuple[str, ...]:

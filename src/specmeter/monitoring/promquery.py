@@ -1,0 +1,217 @@
+"""``monitor --prometheus URL``: the monitor's windows from Prometheus' HTTP API instead of scraping engines.
+
+A fleet of replicas is already scraped by Prometheus (or a compatible store: Thanos, Mimir, VictoriaMetrics
+all serve ``/api/v1/query_range``); scraping every pod again from specmeter does not scale. For each window
+of length W ending at t, Prometheus is asked for the counters' increases over ``[t − W, t]``, summed by a
+label (``--group-by``: ``model_name``, ``pod``, ``instance``, a domain label):
+
+    sum by (G) (increase(vllm:spec_decode_num_drafts_total{SEL}[W]))                  → S
+    sum by (G) (increase(vllm:spec_decode_num_draft_tokens_total{SEL}[W]))            → D
+    sum by (G) (increase(vllm:spec_decode_num_accepted_tokens_total{SEL}[W]))         → A
+    sum by (G, position) (increase(vllm:spec_decode_num_accepted_tokens_per_pos_total{SEL}[W]))
+    sum by (G) (increase(vllm:generation_tokens_total{SEL}[W]))
+
+one ``query_range`` per counter with ``step = W``, so consecutive points are consecutive, non-overlapping
+windows. The increases become a :class:`~specmeter.monitoring.adapters.CounterDelta` and go through
+``acceptance_from_delta`` — α, τ, β, per-position rates and throughput exactly as from scrapes — and then
+through the same alert rules, history store and exporter (target ``G=value``).
+
+``increase()`` handles counter resets per series (what the scrape monitor does itself) and extrapolates each
+series to the window's edges; the extrapolation scales every counter of one target by the same factor (all
+its series share scrape times), so α and τ per target are exactly the counters' own (they are formed before
+the counts are rounded for display); a sum over targets with different scrape phases weights each target
+by its own factor, so a fleet's α can differ from the counters' ratio by a little (about 1e-3 in the
+test, two servers with different α over a 30-second span; less over longer windows). llama.cpp's
+counters (``llamacpp:n_drafted_total``, ``…_accepted_total``) are read the same way with
+``--server llamacpp`` (no steps, hence α only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import httpx
+
+from specmeter.metrics.acceptance import AcceptanceCounts, acceptance_length, acceptance_rate
+from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_delta
+from specmeter.monitoring.adapters import (
+    ACCEPTED,
+    DRAFT_TOKENS,
+    DRAFTS,
+    GENERATION_TOKENS,
+    VLLM_PER_POS,
+    CounterDelta,
+    counter_names,
+    position_key,
+)
+from specmeter.monitoring.monitor import Monitor
+from specmeter.monitoring.windows import Window, WindowTracker
+
+__all__ = ["PrometheusError", "PrometheusMonitor", "PrometheusSource", "query_range"]
+
+_COUNTERS = (DRAFTS, DRAFT_TOKENS, ACCEPTED, GENERATION_TOKENS)
+_PER_POS = "per_position"
+
+
+class PrometheusError(RuntimeError):
+    """Prometheus could not be asked, or answered with an error (one line)."""
+
+
+async def query_range(
+    client: httpx.AsyncClient,
+    url: str,
+    query: str,
+    start: float,
+    end: float,
+    step: float,
+    timeout: float = 30.0,
+) -> list[dict[str, Any]]:
+    """``/api/v1/query_range`` → its ``result``, a matrix: ``[{"metric": {...}, "values": [[t, "v"]]}]``."""
+    endpoint = url.rstrip("/") + "/api/v1/query_range"
+    params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+    try:
+        response = await client.get(endpoint, params=params, timeout=timeout)
+    except httpx.HTTPError as e:
+        raise PrometheusError(f"cannot reach {endpoint}: {e or type(e).__name__}") from None
+    try:
+        body = response.json()
+    except ValueError:
+        raise PrometheusError(f"{endpoint} answered HTTP {response.status_code} without JSON") from None
+    if response.status_code != 200 or body.get("status") != "success":
+        raise PrometheusError(
+            f"{endpoint}: {body.get('errorType', 'error')}: {body.get('error', response.status_code)}"
+        )
+    data = body.get("data") or {}
+    if data.get("resultType") != "matrix":
+        raise PrometheusError(f"{endpoint}: expected a matrix, got {data.get('resultType')!r}")
+    result: list[dict[str, Any]] = data.get("result") or []
+    return result
+
+
+def _unrounded(acceptance: ServerAcceptance, values: Mapping[str, float]) -> ServerAcceptance:
+    """α and τ from the increases as Prometheus returned them, before rounding to whole counts.
+
+    ``increase()`` scales every counter of one target by the same extrapolation factor, which cancels in
+    A/D and A/S only if nothing is rounded first; the counts in the result stay rounded (they are counts).
+    """
+    steps, drafted, accepted = values.get(DRAFTS), values.get(DRAFT_TOKENS), values.get(ACCEPTED)
+    if accepted is None:
+        return acceptance
+    # The counts are real-valued here; metrics.acceptance's formulas are the same for them.
+    counts = AcceptanceCounts(
+        steps=cast(int, steps or 0), target_forwards=0, drafted=cast(int, drafted or 0),
+        accepted=cast(int, accepted), emitted=0, rejections=0, draft_forwards=0,
+    )  # fmt: skip
+    return dataclasses.replace(
+        acceptance,
+        acceptance_rate=acceptance_rate(counts) if drafted is not None else acceptance.acceptance_rate,
+        acceptance_length=acceptance_length(counts) if steps is not None else acceptance.acceptance_length,
+    )
+
+
+def _duration(seconds: float) -> str:
+    return f"{round(seconds * 1000)}ms"
+
+
+@dataclass(frozen=True)
+class PrometheusSource:
+    url: str
+    window: float  # seconds; also the query step
+    group_by: str = "model_name"
+    selector: str = ""  # label matchers without braces: job="vllm",namespace="prod"
+    kind: str = "vllm"
+    k: int | None = None
+
+    def queries(self) -> dict[str, str]:
+        names = counter_names(self.kind)
+        sel = "{" + self.selector + "}" if self.selector else ""
+        w = _duration(self.window)
+        out = {
+            canon: f"sum by ({self.group_by}) (increase({names[canon]}{sel}[{w}]))"
+            for canon in _COUNTERS
+            if canon in names
+        }
+        if self.kind == "vllm":
+            out[_PER_POS] = f"sum by ({self.group_by}, position) (increase({VLLM_PER_POS}{sel}[{w}]))"
+        return out
+
+    def target(self, metric: Mapping[str, str]) -> str:
+        return f"{self.group_by}={metric.get(self.group_by, '')}"
+
+    async def windows(self, client: httpx.AsyncClient, first_end: float, last_end: float) -> list[Window]:
+        """Every window ending at first_end, first_end + W, …, last_end, per group, oldest first."""
+        table: dict[tuple[float, str], dict[str, float]] = {}
+        positions: dict[str, int] = {}  # per target: k as its per-position series reveal it
+        for canon, query in self.queries().items():
+            for series in await query_range(client, self.url, query, first_end, last_end, self.window):
+                target = self.target(series.get("metric") or {})
+                for t, value in series.get("values") or []:
+                    number = float(value)
+                    if not math.isfinite(number):
+                        continue
+                    key = canon
+                    if canon == _PER_POS:
+                        position = (series.get("metric") or {}).get("position", "")
+                        if not str(position).isdigit():
+                            continue
+                        key = position_key(int(position))
+                        positions[target] = max(positions.get(target, 0), int(position) + 1)
+                    table.setdefault((round(float(t), 3), target), {})[key] = number
+        out = []
+        for (t, target), values in sorted(table.items()):
+            delta = CounterDelta(values, (), self.window)
+            acceptance = _unrounded(
+                acceptance_from_delta(self.kind, delta, k=self.k or positions.get(target) or None), values
+            )
+            out.append(Window(target, f"prometheus/{self.kind}", t - self.window, t, acceptance))
+        return out
+
+
+@dataclass
+class PrometheusMonitor(Monitor):
+    """The scrape monitor's loop, store, exporter and alerts, with windows from Prometheus.
+
+    The first tick asks for ``lookback`` seconds of windows ending now (with ``once``, that is all);
+    every later tick asks for the windows that ended since the last one.
+    """
+
+    source: PrometheusSource | None = None
+    lookback: float | None = None
+    last_end: float | None = None
+    clock: Any = field(default=time.time)
+    on_error: Callable[[str], None] | None = None  # live mode: a failed query is reported, then retried
+
+    async def tick(self, client: httpx.AsyncClient) -> None:
+        assert self.source is not None
+        width = self.source.window
+        now = float(self.clock())
+        if self.last_end is None:
+            count = max(1, int((self.lookback or width) // width))
+            first, last = now - (count - 1) * width, now
+        else:
+            steps = int((now - self.last_end) // width)
+            if steps < 1:
+                return
+            first, last = self.last_end + width, self.last_end + steps * width
+        try:
+            windows = await self.source.windows(client, first, last)
+        except PrometheusError as e:
+            if self.config.once or self.on_error is None:
+                raise
+            self.on_error(str(e))
+            return  # the same windows are asked for again at the next tick
+        self.last_end = last
+        for w in windows:
+            tracker = self.trackers.setdefault(w.target, WindowTracker(w.target, "vllm"))
+            tracker.history.append(w)
+            await self._publish(w, tracker)
+
+    def _done(self, started: float) -> bool:
+        if self.config.once:
+            return True
+        return super()._done(started)
