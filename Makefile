@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-slow test-vllm vllm-env test-prometheus prometheus-bin lint demo bench models browser clean
+.PHONY: setup test test-slow test-vllm vllm-env test-prometheus prometheus-bin test-llamacpp llamacpp-env lint demo bench \
+	models browser clean
 
 setup: $(STAMP)
 
@@ -18,7 +19,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not vllm and not prometheus"
+	$(BIN)/python -m pytest -q -m "not slow and not vllm and not prometheus and not llamacpp"
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
@@ -62,6 +63,58 @@ prometheus-bin:
 
 test-prometheus: $(STAMP) prometheus-bin
 	PATH="$(CURDIR)/$(PROM_DIR)/usr/bin:$$PATH" $(BIN)/python -m pytest -q -s -m prometheus tests/real_prometheus
+
+# llama.cpp's server, built from the llama.cpp that the PyPI source distribution of llama-cpp-python vendors
+# (pip is the only way anything reaches this machine; only llama-server is built, CPU, about 6-8 minutes on
+# 2 cores, -march=native), and the bundled models converted to GGUF (f32, as the native engine computes) by
+# llama.cpp's own converter through tests/real_llamacpp/convert_gguf.py, which tells it that the bundled
+# tokenizer pre-tokenizes as GPT-2 (checked: make test-llamacpp compares llama.cpp's tokens with ours).
+# Everything lives in .llamacpp (ignored), rebuilt only when the pin, the converter wrapper or a model changes.
+LLAMACPP := .llamacpp
+LLAMACPP_PIN ?= 0.3.36
+LLAMACPP_SDIST := $(LLAMACPP)/sdist/llama_cpp_python-$(LLAMACPP_PIN).tar.gz
+LLAMACPP_SRC := $(LLAMACPP)/llama_cpp_python-$(LLAMACPP_PIN)/vendor/llama.cpp
+LLAMACPP_SERVER := $(LLAMACPP_SRC)/build/bin/llama-server
+LLAMACPP_MODELS := $(LLAMACPP)/models
+LLAMACPP_GGUF := $(patsubst %,$(LLAMACPP_MODELS)/%.gguf,target draft-legal draft-general draft-tiny)
+LLAMACPP_STAMP := $(LLAMACPP)/.installed-$(LLAMACPP_PIN)
+
+llamacpp-env: $(LLAMACPP_STAMP)
+
+$(LLAMACPP_SDIST): | $(STAMP)
+	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$(LLAMACPP_PIN)" \
+		-d $(LLAMACPP)/sdist
+
+$(LLAMACPP_SRC)/CMakeLists.txt: $(LLAMACPP_SDIST)
+	tar xzf $< -C $(LLAMACPP) llama_cpp_python-$(LLAMACPP_PIN)/vendor/llama.cpp
+	touch $@
+
+$(LLAMACPP_SERVER): $(LLAMACPP_SRC)/CMakeLists.txt
+	cmake -S $(LLAMACPP_SRC) -B $(LLAMACPP_SRC)/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF > $(LLAMACPP)/cmake.log
+	cmake --build $(LLAMACPP_SRC)/build --target llama-server -j2 > $(LLAMACPP)/build.log \
+		|| (tail -40 $(LLAMACPP)/build.log; exit 1)
+	touch $@
+
+# The converter probes for a SentencePiece vocabulary first; sentencepiece goes beside .venv, not into it.
+$(LLAMACPP_MODELS)/%.gguf: $(MODELS)/%/model.safetensors tests/real_llamacpp/convert_gguf.py \
+		$(LLAMACPP_SRC)/CMakeLists.txt | $(STAMP)
+	test -d $(LLAMACPP)/pydeps/sentencepiece || \
+		$(BIN)/python -m pip install --quiet --target $(LLAMACPP)/pydeps "sentencepiece>=0.1.98,<0.3"
+	mkdir -p $(LLAMACPP_MODELS)
+	PYTHONPATH=$(LLAMACPP)/pydeps $(BIN)/python tests/real_llamacpp/convert_gguf.py $(LLAMACPP_SRC) \
+		$(MODELS)/$* $@.part --outtype f32 > $(LLAMACPP_MODELS)/$*.log 2>&1 || (tail -20 $(LLAMACPP_MODELS)/$*.log; exit 1)
+	mv $@.part $@
+
+$(LLAMACPP_STAMP): $(LLAMACPP_SERVER) $(LLAMACPP_GGUF)
+	$(LLAMACPP_SERVER) --version
+	touch $@
+
+# Real llama-server: tokens equal the bundled tokenizer's, load and monitor against its counters, per-response
+# timings, llama.cpp vs native greedy acceptance (printed). The fixtures it records go to tests/fixtures/.
+test-llamacpp: $(STAMP) $(LLAMACPP_STAMP)
+	LLAMACPP_SERVER=$(abspath $(LLAMACPP_SERVER)) LLAMACPP_MODELS=$(abspath $(LLAMACPP_MODELS)) \
+		$(BIN)/python -m pytest -q -m llamacpp tests/real_llamacpp
 
 # Debian's Chromium for the HTML report's rendering test (skipped when it is absent). Needs root and apt.
 browser:
@@ -110,4 +163,6 @@ models: $(STAMP)
 		--steps $(DISTILL_STEPS) --seed 3 --work $(WORK)/draft-legal
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(PROM_DIR) specmeter-demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) $(PROM_DIR) $(LLAMACPP) specmeter-demo .pytest_cache .mypy_cache .ruff_cache
+
+	rm -rf $(VENV) $(VLLM_VENV) $(LLAMACPP) specmeter-demo .pytest_cache .mypy_cache .ruff_cache

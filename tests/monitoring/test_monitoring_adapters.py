@@ -9,9 +9,12 @@ from specmeter.monitoring.adapters import (
     ACCEPTED,
     DRAFT_TOKENS,
     DRAFTS,
+    KINDS,
+    SERVER_CHOICES,
     Reading,
     counter_delta,
     detect_kind,
+    kind_from_option,
     position_key,
     read_counters,
 )
@@ -126,7 +129,8 @@ def test_tgi_histogram_gives_tau_and_positions_and_estimated_alpha() -> None:
     assert acc.acceptance_rate == pytest.approx(17 / 30)
 
 
-def test_llamacpp_counters_have_no_steps() -> None:
+def test_llamacpp_fork_counters_have_no_steps() -> None:
+    # Forks exported only D and A as llamacpp:n_drafted_total / n_drafted_accepted_total.
     def text(drafted: int, accepted: int, predicted: int) -> str:
         return (
             f"llamacpp:n_drafted_total {drafted}\nllamacpp:n_drafted_accepted_total {accepted}\n"
@@ -150,3 +154,49 @@ def test_detect_kind_and_urls() -> None:
 def test_malformed_exposition_is_a_scrape_error() -> None:
     with pytest.raises(ScrapeError, match="malformed"):
         parse_metrics('vllm:x{engine="0" 3\n')
+
+
+def test_llamacpp_upstream_names_win_over_fork_names() -> None:
+    text = (
+        "llamacpp:spec_decode_num_drafts_total 10\nllamacpp:spec_decode_num_draft_tokens_total 38\n"
+        "llamacpp:spec_decode_num_accepted_tokens_total 30\nllamacpp:n_drafted_total 999\n"
+        'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 9\n'
+        'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 8\n'
+    )
+    r = reading(text, 1.0)
+    assert r.kind == "llamacpp" and r.positions == 2
+    acc = acceptance_from_delta("llamacpp", counter_delta(reading("", 0.0, "llamacpp"), r))
+    assert (acc.steps, acc.drafted_tokens, acc.accepted_tokens) == (10, 38, 30)
+    assert acc.acceptance_length == pytest.approx(4.0)
+    assert [p["cumulative"] for p in acc.per_position or []] == pytest.approx([0.9, 0.8])
+
+
+def trtllm(drafted: list[int], accepted: dict[int, int]) -> str:
+    lab = 'model_name="m",engine_type="trtllm"'
+    name = "trtllm_spec_decode_{}_tokens_total{{" + lab + ',token_position="{}"}} {}'
+    lines = [name.format("drafted", i, n) for i, n in enumerate(drafted)]
+    lines += [name.format("accepted", i, n) for i, n in accepted.items()]
+    lines += [
+        f"trtllm_spec_decode_num_draft_tokens_total{{{lab}}} 1000",
+        f"trtllm_spec_decode_acceptance_length{{{lab}}} 9",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_trtllm_per_position_counters_are_one_consistent_set() -> None:
+    # Position 3 was never accepted yet, so TensorRT-LLM has not created its series: it counts 0.
+    r0 = reading(trtllm([4, 4, 3, 2], {0: 3, 1: 2}), 0.0)
+    r1 = reading(trtllm([10, 10, 9, 7], {0: 8, 1: 6, 2: 4}), 5.0)
+    assert r1.kind == "trtllm" and r1.positions == 4 and "tau_gauge" not in r1.gauges
+    acc = acceptance_from_delta("trtllm", counter_delta(r0, r1), r1.gauges)
+    # The iteration counter (1000, unchanged) is not mixed with the per-request set.
+    assert (acc.steps, acc.drafted_tokens, acc.accepted_tokens) == (6, 23, 13)
+    assert acc.acceptance_length == pytest.approx(1 + 13 / 6)
+    assert [p["cumulative"] for p in acc.per_position or []] == pytest.approx([5 / 6, 4 / 6, 4 / 6, 0.0])
+
+
+def test_kind_option_maps_to_a_kind() -> None:
+    assert kind_from_option("auto") is None
+    assert kind_from_option("specmeter") == "vllm"
+    assert all(kind_from_option(kind) == kind for kind in KINDS)
+    assert set(KINDS) < set(SERVER_CHOICES)

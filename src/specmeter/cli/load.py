@@ -15,8 +15,7 @@ import typer
 from rich.markup import escape
 
 from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, parse_int_list
-
-SERVER_KINDS = ("auto", "vllm", "specmeter", "sglang", "tgi", "llamacpp", "unknown")
+from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 
 def _rates(value: str) -> list[float]:
@@ -80,7 +79,7 @@ def load(
         None, "--k", help="The server's draft length, if its metrics do not reveal it."
     ),
     server: str = typer.Option(
-        "auto", "--server", help="Server kind for metrics: " + ", ".join(SERVER_KINDS)
+        "auto", "--server", help="Server kind for metrics: " + ", ".join(SERVER_CHOICES)
     ),
     metrics_url: str | None = typer.Option(
         None, "--metrics-url", help="Prometheus URL (default: URL/metrics)."
@@ -117,8 +116,8 @@ def load(
         fail(f"--arrival: {arrival!r} is not one of poisson, constant")
     if api not in ("auto", "completions", "chat"):
         fail(f"--api: {api!r} is not one of auto, completions, chat")
-    if server not in SERVER_KINDS:
-        fail(f"--server: {server!r} is not one of {', '.join(SERVER_KINDS)}")
+    if server not in SERVER_CHOICES:
+        fail(f"--server: {server!r} is not one of {', '.join(SERVER_CHOICES)}")
     for name, value in (("--limit", limit), ("--max-tokens", max_tokens), ("--k", k), ("--blocks", blocks)):
         if value is not None and value < 1:
             fail(f"{name} must be >= 1, got {value}")
@@ -148,7 +147,7 @@ def load(
         phases = [Phase(rate=r) for r in _rates(rate)]
     else:
         phases = [Phase(concurrency=c) for c in parse_int_list(concurrency or "1", "--concurrency")]
-    kind = None if server == "auto" else ("vllm" if server == "specmeter" else server)
+    kind = kind_from_option(server)
     cfg = LoadConfig(
         endpoint=endpoint,
         prompts=workload.prompts,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, stdout_is_terminal
+from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 if TYPE_CHECKING:
     from specmeter.monitoring.alerts import AlertRules
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from specmeter.monitoring.store import HistoryStore
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "": 1.0}
-KINDS = ("auto", "vllm", "specmeter", "sglang", "tgi", "llamacpp")
 
 
 def parse_seconds(value: str, option: str) -> float:
@@ -82,7 +82,7 @@ def monitor(
     ),
     min_drafts: int = typer.Option(1, "--min-drafts", help="Windows with fewer drafts are no evidence."),
     no_alerts: bool = typer.Option(False, "--no-alerts", help="Do not evaluate alert rules."),
-    server: str = typer.Option("auto", "--server", help="Server kind: " + ", ".join(KINDS)),
+    server: str = typer.Option("auto", "--server", help="Server kind: " + ", ".join(SERVER_CHOICES)),
     k: int | None = typer.Option(None, "--k", help="Draft length, where metrics do not reveal it (TGI α)."),
     history: Path = typer.Option(Path("specmeter-monitor.sqlite"), "--history", help="SQLite history file."),
     alerts_log: Path | None = typer.Option(None, "--alerts-log", help="Append alerts to this JSONL file."),
@@ -112,8 +112,8 @@ def monitor(
     default = "5m" if requests is not None else "15s"
     seconds = parse_seconds(interval or default, "--interval")
     limit = parse_seconds(duration, "--duration") if duration is not None else None
-    if server not in KINDS:
-        fail(f"--server: {server!r} is not one of {', '.join(KINDS)}")
+    if server not in SERVER_CHOICES:
+        fail(f"--server: {server!r} is not one of {', '.join(SERVER_CHOICES)}")
     for name, value in (("--alert-windows", alert_windows), ("--min-drafts", min_drafts), ("--k", k)):
         if value is not None and value < 1:
             fail(f"{name} must be >= 1, got {value}")
@@ -162,7 +162,7 @@ def monitor(
     from specmeter.monitoring.promtext import metrics_url
     from specmeter.monitoring.store import HistoryStore
 
-    kind = None if server == "auto" else ("vllm" if server == "specmeter" else server)
+    kind = kind_from_option(server)
     factory: Any = None
     if json_out is not None:
         from specmeter.measuring import MeasureError, check_output_paths

@@ -26,6 +26,7 @@ from specmeter.monitoring.adapters import (
     DRAFT_TOKENS,
     DRAFTS,
     GENERATION_TOKENS,
+    NO_STEPS_PER_REQUEST,
     REQUESTS_DONE,
     TAU_GAUGE,
     TAU_SERVER_INFO,
@@ -235,10 +236,11 @@ def acceptance_from_requests(
 ) -> ServerAcceptance | None:
     """Acceptance summed over per-request reports; None when no request carried any.
 
-    Two shapes are understood: vLLM's ``metrics.speculative_decoding`` (``num_spec_steps``,
-    ``num_draft_tokens``, ``num_accepted_draft_tokens``, ``acceptance_histogram`` where index j counts
-    the steps that accepted exactly j drafts, ``num_spec_tokens`` = k) and llama.cpp's ``timings``
-    (``draft_n``, ``draft_n_accepted``; no steps).
+    Two shapes are understood (``adapters.request_report`` brings every engine's report to one of them):
+    vLLM's ``metrics.speculative_decoding`` (``num_spec_steps``, ``num_draft_tokens``,
+    ``num_accepted_draft_tokens``, ``acceptance_histogram`` where index j counts the steps that accepted
+    exactly j drafts, ``num_spec_tokens`` = k; ``engine`` names another engine reported in that shape) and
+    llama.cpp's ``timings`` (``draft_n``, ``draft_n_accepted``; no steps).
     """
     steps = drafted = accepted = 0.0
     have_steps, have_any = True, False
@@ -247,7 +249,7 @@ def acceptance_from_requests(
     for item in stats:
         d, a = _number(item, "num_draft_tokens"), _number(item, "num_accepted_draft_tokens")
         if d is not None and a is not None:
-            kinds.add("vllm")
+            kinds.add(str(item.get("engine") or "vllm"))
             s = _number(item, "num_spec_steps")
             if s is None:
                 have_steps = False
@@ -273,7 +275,7 @@ def acceptance_from_requests(
         have_any = True
     if not have_any:
         return None
-    kind = "vllm" if kinds == {"vllm"} else "llamacpp" if kinds == {"llamacpp"} else "mixed"
+    kind = next(iter(kinds)) if len(kinds) == 1 else "mixed"
     # Steps that accepted at least position i+1 = steps that accepted exactly j drafts, for j > i.
     accepted_at = [sum(histogram[j] for j in range(i + 1, len(histogram))) for i in range(len(histogram) - 1)]
     figures = _figures(
@@ -285,7 +287,7 @@ def acceptance_from_requests(
         accepted_at=accepted_at if have_steps else [],
         k=k,
     )
-    unavailable = unavailable_metrics("llamacpp")[:1] if kind != "vllm" else ()
+    unavailable = () if have_steps else (NO_STEPS_PER_REQUEST,)
     return ServerAcceptance(**figures, unavailable=unavailable)
 
 
@@ -301,15 +303,26 @@ def steps_from_report(report: Mapping[str, Any]) -> tuple[StepRecord, ...] | Non
     """The request's verification steps, when a per-request report determines them exactly; else None.
 
     Exact means the multiset of (drafted, accepted) pairs is known — the order of steps is not, and no
-    metric needs it. That holds for ``acceptance_histogram_by_draft_length`` (``{"d": [steps that
-    accepted exactly j of d drafts]}``, proposed in vLLM PR #56278 and emitted by ``specmeter serve``),
+    metric needs it. That holds for vLLM's ``per_step_accepted`` / ``per_step_drafted`` (the ``detailed``
+    level of ``--per-request-spec-decode-metrics``, vLLM 0.32), for ``acceptance_histogram_by_draft_length``
+    (``{"d": [steps that accepted exactly j of d drafts]}``, proposed in vLLM PR #56278 and emitted by
+    ``specmeter serve``),
     and for ``acceptance_histogram`` when every draft had ``num_spec_tokens`` tokens
     (``num_draft_tokens == num_spec_steps * num_spec_tokens``). Timings are unknown (0) and ``emitted``
     assumes no EOS inside a step: neither enters any acceptance figure.
     """
     pairs: list[tuple[int, int, int]] = []  # (drafted, accepted, count)
     by_length = report.get("acceptance_histogram_by_draft_length")
-    if isinstance(by_length, Mapping):
+    step_accepted = _histogram(report.get("per_step_accepted"))
+    step_drafted = _histogram(report.get("per_step_drafted"))
+    if step_accepted is not None and step_drafted is not None:
+        # vLLM's `detailed` level: one (accepted, drafted) per verification step, in order.
+        if len(step_accepted) != len(step_drafted):
+            return None
+        pairs = [(d, a, 1) for a, d in zip(step_accepted, step_drafted, strict=True)]
+        if any(a > d for d, a, _ in pairs):
+            return None
+    elif isinstance(by_length, Mapping):
         for key, value in by_length.items():
             hist = _histogram(value)
             if hist is None or not str(key).isdigit() or len(hist) != int(key) + 1:
@@ -326,7 +339,10 @@ def steps_from_report(report: Mapping[str, Any]) -> tuple[StepRecord, ...] | Non
             return None  # some drafts were shorter than k: which ones is not recorded
         pairs = [(int(k), j, c) for j, c in enumerate(hist) if c]
     accepted = _number(report, "num_accepted_draft_tokens")
-    if accepted is not None and accepted != sum(j * c for _, j, c in pairs):
+    drafted_total = _number(report, "num_draft_tokens")
+    if (accepted is not None and accepted != sum(j * c for _, j, c in pairs)) or (
+        drafted_total is not None and drafted_total != sum(d * c for d, _, c in pairs)
+    ):
         return None  # the report contradicts itself; trust nothing derived from it
     return tuple(
         StepRecord(drafted=d, accepted=j, emitted=j + 1, draft_s=0.0, verify_s=0.0, draft_forwards=d)

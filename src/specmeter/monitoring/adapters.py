@@ -1,18 +1,41 @@
-"""Server-kind adapters: one scrape of /metrics → speculative-decoding counters under specmeter's names.
+"""Server-kind adapters: what each engine exports → speculative-decoding figures under specmeter's names.
 
-Each serving engine exports acceptance differently (sources in docs/monitoring.md):
+Two kinds of source, read here and nowhere else (what each name means and where it was read is in
+docs/monitoring.md, "Server kinds"):
 
-- vLLM (and ``specmeter serve``): counters ``vllm:spec_decode_num_drafts_total`` (S),
-  ``..._num_draft_tokens_total`` (D), ``..._num_accepted_tokens_total`` (A) and
-  ``..._num_accepted_tokens_per_pos_total{position="i"}`` (steps that accepted position i), labelled
-  ``model_name`` and ``engine``; several engines (data parallelism) are summed.
-- SGLang: gauges ``sglang:spec_accept_length`` (τ) and ``sglang:spec_accept_rate`` (α) describing the
-  last batch, no counters; ``/get_server_info`` carries ``avg_spec_accept_length``.
-- TGI: histogram ``tgi_request_skipped_tokens`` with one observation a_s per step plus one 0 per request
-  for its prefill (count = S + requests, sum = A; ``tgi_request_success`` counts the requests), buckets
-  at 0..speculate give the per-position counts; D is not exported.
-- llama.cpp: per-response ``timings.draft_n`` / ``draft_n_accepted``; some builds also export
-  ``llamacpp:n_drafted_total`` / ``llamacpp:n_drafted_accepted_total``.
+**Prometheus /metrics** (one scrape → a :class:`Reading`), used by ``monitor`` and by ``load`` around each
+block of requests:
+
+- vLLM (and ``specmeter serve``), ``vllm/v1/spec_decode/metrics.py`` (recorded from vLLM 0.32.0): counters
+  ``vllm:spec_decode_num_drafts_total`` (S), ``..._num_draft_tokens_total`` (D),
+  ``..._num_accepted_tokens_total`` (A) and ``..._num_accepted_tokens_per_pos_total{position="i"}`` (steps
+  that accepted position i), labelled ``model_name`` and ``engine``; several engines are summed.
+- llama.cpp ``llama-server --metrics``, ``tools/server/server-task.cpp`` (``to_metrics``; read in the
+  llama.cpp that llama-cpp-python 0.3.36 vendors, commit 0c1e570, and recorded from it): counters
+  ``llamacpp:spec_decode_num_drafts_total`` (S, verification steps), ``..._num_draft_tokens_total`` (D),
+  ``..._num_accepted_tokens_total`` (A) and ``..._num_accepted_tokens_per_pos_total{position="i"}``, added
+  to when a request finishes (``metrics_on_prediction`` in ``server-context.cpp``). Builds of forks that
+  export ``llamacpp:n_drafted_total`` / ``llamacpp:n_drafted_accepted_total`` (D and A only) still read.
+- TensorRT-LLM ``trtllm-serve``, ``tensorrt_llm/metrics/collector.py`` (``MetricsCollector``, read at
+  commit 050f80d of main, 2026; ``log_iteration_stats`` and ``log_request_metrics_dict``): iteration
+  counters ``trtllm_spec_decode_num_draft_tokens_total`` (D) and ``..._num_accepted_tokens_total`` (A), the
+  gauge ``trtllm_spec_decode_acceptance_length`` (τ of the last iteration), and per-request counters added
+  when a request finishes, ``trtllm_spec_decode_drafted_tokens_total{token_position="i"}`` (drafts that
+  reached position i) and ``trtllm_spec_decode_accepted_tokens_total{token_position="i"}``. When the
+  per-position pair is exported it is used for everything — S = drafted at position 0 (every draft has
+  a first token), D and A their sums — because it is one consistent set; otherwise the iteration counters.
+- SGLang, ``python/sglang/srt/metrics/collector.py``: gauges ``sglang:spec_accept_length`` (τ) and
+  ``sglang:spec_accept_rate`` (α) describing the last batch, no counters; ``/get_server_info`` carries
+  ``avg_spec_accept_length``.
+- TGI, ``backends/v3/src/backend.rs`` (``send_responses``): histogram ``tgi_request_skipped_tokens`` with
+  one observation a_s per step plus one 0 per request for its prefill (count = S + requests, sum = A;
+  ``tgi_request_success`` counts the requests); 2.x sets buckets at 0..speculate (``router/src/server.rs``),
+  which give the per-position counts, 3.x exports a summary without them; D is not exported.
+
+**Per-request reports** in response bodies or stream chunks (:func:`request_report`), used by ``load``:
+vLLM's ``metrics.speculative_decoding`` (``--per-request-spec-decode-metrics``), llama.cpp's ``timings``
+(``draft_n``, ``draft_n_accepted``) and SGLang's ``meta_info`` (``spec_verify_ct``, ``spec_accept_token_num``,
+``spec_draft_token_num``, ``spec_accept_histogram``).
 
 A :class:`Reading` keeps every counter *per series* (label set, one per engine), so that
 :func:`counter_delta` can detect a reset (a restarted engine: one of its counters went down, or the
@@ -24,9 +47,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from specmeter.monitoring.promtext import LabelKey, MetricsSnapshot
+if TYPE_CHECKING:  # annotations only: the CLI imports this module for its option lists, without httpx
+    from specmeter.monitoring.promtext import LabelKey, MetricsSnapshot
 
 __all__ = [
     "ACCEPTED",
@@ -34,21 +58,27 @@ __all__ = [
     "DRAFT_TOKENS",
     "GENERATION_TOKENS",
     "KINDS",
+    "NO_STEPS_PER_REQUEST",
     "PROMPT_TOKENS",
     "REQUESTS_DONE",
+    "SERVER_CHOICES",
     "CounterDelta",
     "Reading",
     "ServerKind",
     "counter_delta",
     "counter_names",
     "detect_kind",
+    "kind_from_option",
     "position_key",
     "read_counters",
+    "request_report",
     "unavailable_metrics",
 ]
 
-ServerKind = Literal["vllm", "sglang", "tgi", "llamacpp", "unknown"]
-KINDS: tuple[ServerKind, ...] = ("vllm", "sglang", "tgi", "llamacpp", "unknown")
+ServerKind = Literal["vllm", "sglang", "tgi", "llamacpp", "trtllm", "unknown"]
+KINDS: tuple[ServerKind, ...] = ("vllm", "sglang", "tgi", "llamacpp", "trtllm", "unknown")
+# What --server accepts on the command line: a kind, "auto" (detect) or "specmeter" (serves vLLM's names).
+SERVER_CHOICES: tuple[str, ...] = ("auto", "specmeter", *KINDS)
 
 DRAFTS = "drafts"  # S
 DRAFT_TOKENS = "draft_tokens"  # D
@@ -70,32 +100,56 @@ _VLLM = {
 VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 _SGLANG = {GENERATION_TOKENS: "sglang:generation_tokens_total", PROMPT_TOKENS: "sglang:prompt_tokens_total"}
 _LLAMACPP = {
-    DRAFT_TOKENS: "llamacpp:n_drafted_total",
-    ACCEPTED: "llamacpp:n_drafted_accepted_total",
+    DRAFTS: "llamacpp:spec_decode_num_drafts_total",
+    DRAFT_TOKENS: "llamacpp:spec_decode_num_draft_tokens_total",
+    ACCEPTED: "llamacpp:spec_decode_num_accepted_tokens_total",
     GENERATION_TOKENS: "llamacpp:tokens_predicted_total",
     PROMPT_TOKENS: "llamacpp:prompt_tokens_total",
 }
+LLAMACPP_PER_POS = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+# Names exported by llama.cpp forks before upstream's spec_decode_* counters (D and A only, no steps).
+_LLAMACPP_FORK = {
+    DRAFT_TOKENS: ("llamacpp:n_drafted_total",),
+    ACCEPTED: ("llamacpp:n_drafted_accepted_total", "llamacpp:n_accepted_total"),
+}
+_TRTLLM = {
+    DRAFT_TOKENS: "trtllm_spec_decode_num_draft_tokens_total",
+    ACCEPTED: "trtllm_spec_decode_num_accepted_tokens_total",
+    GENERATION_TOKENS: "trtllm_generation_tokens_total",
+    PROMPT_TOKENS: "trtllm_prompt_tokens_total",
+}
+TRTLLM_DRAFTED_PER_POS = "trtllm_spec_decode_drafted_tokens_total"
+TRTLLM_ACCEPTED_PER_POS = "trtllm_spec_decode_accepted_tokens_total"
+TRTLLM_TAU = "trtllm_spec_decode_acceptance_length"
 TGI_SKIPPED = "tgi_request_skipped_tokens"
 
+_PER_STEP_TOTALS = "per-request spread (counters give totals, so no confidence intervals)"
 # What each kind cannot provide, in plain sentences (shown in `load` results and the monitor).
 _UNAVAILABLE: dict[str, tuple[str, ...]] = {
     "vllm": (
-        "per-request spread (counters give totals, so no confidence intervals)",
+        _PER_STEP_TOTALS,
         "β unless every draft had k tokens (then R = S − accepted at the last position)",
     ),
     "sglang": (
-        "drafted/accepted counts and per-position acceptance (SGLang exports gauges only)",
+        "drafted/accepted counts and per-position acceptance in /metrics (SGLang exports gauges only; "
+        "its per-request meta_info has the counts)",
         "windowed α/τ: sglang:spec_accept_* describe the last batch at scrape time, not the window",
         "α before the SGLang version that added sglang:spec_accept_rate",
     ),
     "tgi": (
         "drafted tokens: D, α and β are estimated assuming every draft had k tokens",
         "exact S while requests are in flight: the prefill observations are removed per finished request",
-        "per-position acceptance when the histogram is exported without integer buckets",
+        "per-position acceptance when the histogram is exported without integer buckets (TGI 3.x)",
     ),
     "llamacpp": (
-        "steps, hence τ and per-position acceptance (only drafted and accepted token totals)",
-        "/metrics draft counters on builds that do not export llamacpp:n_drafted_*",
+        _PER_STEP_TOTALS,
+        "steps, τ and per-position on fork builds that export only llamacpp:n_drafted_*",
+        "counts of requests still running: llama-server adds a request's counts when it finishes",
+    ),
+    "trtllm": (
+        _PER_STEP_TOTALS,
+        "steps, τ and per-position unless the per-request token_position counters are exported "
+        "(then only for finished requests; otherwise τ is the last iteration's gauge)",
     ),
     "unknown": ("all acceptance figures: no known speculative-decoding metrics in /metrics",),
 }
@@ -105,10 +159,21 @@ def counter_names(kind: str) -> Mapping[str, str]:
     """specmeter's counter name → the server's metric name, for kinds that export counters (vLLM, llama.cpp);
     what ``monitor --prometheus`` asks Prometheus for. Per-position counts: ``VLLM_PER_POS``."""
     return dict({"vllm": _VLLM, "llamacpp": _LLAMACPP}.get(kind, {}))
+# What per-request reports without steps (llama.cpp's timings) cannot give.
+NO_STEPS_PER_REQUEST = (
+    "steps, hence τ and per-position acceptance (the per-request reports carry drafted and accepted totals)"
+)
 
 
 def unavailable_metrics(kind: str) -> tuple[str, ...]:
     return _UNAVAILABLE.get(kind, _UNAVAILABLE["unknown"])
+
+
+def kind_from_option(value: str) -> ServerKind | None:
+    """``--server`` → the kind to read as (None = detect); the value is one of :data:`SERVER_CHOICES`."""
+    if value == "auto":
+        return None
+    return "vllm" if value == "specmeter" else value  # type: ignore[return-value]
 
 
 def position_key(i: int) -> str:
@@ -137,16 +202,20 @@ class Reading:
         )
 
 
+_PREFIXES: tuple[tuple[str, ServerKind], ...] = (
+    ("vllm:", "vllm"),
+    ("sglang:", "sglang"),
+    ("tgi_", "tgi"),
+    ("llamacpp:", "llamacpp"),
+    ("trtllm_", "trtllm"),
+)
+
+
 def detect_kind(snapshot: MetricsSnapshot) -> ServerKind:
     """Guess the server kind from metric-name prefixes (vLLM-named metrics win: specmeter serve uses them)."""
-    for prefix, kind in (
-        ("vllm:", "vllm"),
-        ("sglang:", "sglang"),
-        ("tgi_", "tgi"),
-        ("llamacpp:", "llamacpp"),
-    ):
+    for prefix, kind in _PREFIXES:
         if snapshot.has_prefix(prefix):
-            return kind  # type: ignore[return-value]
+            return kind
     return "unknown"
 
 
@@ -163,25 +232,72 @@ def _mean_gauge(snapshot: MetricsSnapshot, name: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _vllm(snapshot: MetricsSnapshot) -> tuple[dict[str, dict[LabelKey, float]], int]:
-    counters = {canon: _series(snapshot, name) for canon, name in _VLLM.items()}
-    per_pos: dict[int, dict[LabelKey, float]] = {}
+def _by_position(snapshot: MetricsSnapshot, name: str, label: str) -> dict[int, dict[LabelKey, float]]:
+    """``{i: {series without the position label: value}}`` of a counter vector labelled by position."""
+    names = {name, name[: -len("_total")]} if name.endswith("_total") else {name}
+    out: dict[int, dict[LabelKey, float]] = {}
     for s in snapshot.samples:
-        if s.name == VLLM_PER_POS and not math.isnan(s.value):
-            pos = s.label("position")
+        if s.name in names and not math.isnan(s.value):
+            pos = s.label(label)
             if pos is not None and pos.isdigit():
-                key = tuple(kv for kv in s.labels if kv[0] != "position")
-                per_pos.setdefault(int(pos), {})[key] = s.value
+                key = tuple(kv for kv in s.labels if kv[0] != label)
+                out.setdefault(int(pos), {})[key] = s.value
+    return out
+
+
+def _with_positions(
+    counters: dict[str, dict[LabelKey, float]], per_pos: Mapping[int, dict[LabelKey, float]]
+) -> int:
+    """Store per-position series under :func:`position_key`; returns k (positions 0..k−1)."""
     for i, series in per_pos.items():
         counters[position_key(i)] = series
-    return counters, (max(per_pos) + 1 if per_pos else 0)
+    return max(per_pos) + 1 if per_pos else 0
+
+
+def _vllm(snapshot: MetricsSnapshot) -> tuple[dict[str, dict[LabelKey, float]], int]:
+    counters = {canon: _series(snapshot, name) for canon, name in _VLLM.items()}
+    return counters, _with_positions(counters, _by_position(snapshot, VLLM_PER_POS, "position"))
+
+
+def _llamacpp(snapshot: MetricsSnapshot) -> tuple[dict[str, dict[LabelKey, float]], int]:
+    counters = {canon: _series(snapshot, name) for canon, name in _LLAMACPP.items()}
+    for canon, names in _LLAMACPP_FORK.items():
+        for name in names:
+            if not counters[canon]:
+                counters[canon] = _series(snapshot, name)
+    return counters, _with_positions(counters, _by_position(snapshot, LLAMACPP_PER_POS, "position"))
+
+
+def _sum_by_series(per_pos: Mapping[int, Mapping[LabelKey, float]]) -> dict[LabelKey, float]:
+    total: dict[LabelKey, float] = {}
+    for series in per_pos.values():
+        for key, value in series.items():
+            total[key] = total.get(key, 0.0) + value
+    return total
+
+
+def _trtllm(snapshot: MetricsSnapshot) -> tuple[dict[str, dict[LabelKey, float]], int]:
+    counters = {canon: _series(snapshot, name) for canon, name in _TRTLLM.items()}
+    drafted = _by_position(snapshot, TRTLLM_DRAFTED_PER_POS, "token_position")
+    accepted = _by_position(snapshot, TRTLLM_ACCEPTED_PER_POS, "token_position")
+    if 0 not in drafted:
+        return counters, 0
+    # One consistent set, from finished requests: a step drafts position 0 whenever it drafts at all.
+    # TensorRT-LLM creates a position's accepted series on its first acceptance; absent means 0 so far.
+    k = max(drafted) + 1
+    for i in range(k):
+        accepted.setdefault(i, {key: 0.0 for key in drafted[0]})
+    counters[DRAFTS] = dict(drafted[0])
+    counters[DRAFT_TOKENS] = _sum_by_series(drafted)
+    counters[ACCEPTED] = _sum_by_series({i: accepted[i] for i in range(k)})
+    return counters, _with_positions(counters, {i: accepted[i] for i in range(k)})
 
 
 def _tgi(snapshot: MetricsSnapshot) -> tuple[dict[str, dict[LabelKey, float]], int]:
     counters = {
         DRAFTS: snapshot.series(TGI_SKIPPED + "_count"),  # S + one prefill observation per request
-        ACCEPTED: snapshot.series(TGI_SKIPPED + "_sum"),
         REQUESTS_DONE: _series(snapshot, "tgi_request_success"),
+        ACCEPTED: snapshot.series(TGI_SKIPPED + "_sum"),
         GENERATION_TOKENS: snapshot.series("tgi_request_generated_tokens_sum"),
         PROMPT_TOKENS: snapshot.series("tgi_request_input_length_sum"),
     }
@@ -218,6 +334,13 @@ def read_counters(
         counters, positions = _vllm(snapshot)
     elif kind == "tgi":
         counters, positions = _tgi(snapshot)
+    elif kind == "llamacpp":
+        counters, positions = _llamacpp(snapshot)
+    elif kind == "trtllm":
+        counters, positions = _trtllm(snapshot)
+        tau = _mean_gauge(snapshot, TRTLLM_TAU)
+        if tau is not None and DRAFTS not in counters:
+            gauges[TAU_GAUGE] = tau
     elif kind == "sglang":
         counters = {canon: _series(snapshot, name) for canon, name in _SGLANG.items()}
         for gauge, name in (
@@ -227,10 +350,6 @@ def read_counters(
             value = _mean_gauge(snapshot, name)
             if value is not None:
                 gauges[gauge] = value
-    elif kind == "llamacpp":
-        counters = {canon: _series(snapshot, name) for canon, name in _LLAMACPP.items()}
-        if not counters[ACCEPTED]:
-            counters[ACCEPTED] = _series(snapshot, "llamacpp:n_accepted_total")
     if server_info_tau is not None:
         gauges[TAU_SERVER_INFO] = server_info_tau
     starts = snapshot.series("process_start_time_seconds")
@@ -294,3 +413,73 @@ def counter_delta(before: Reading, after: Reading) -> CounterDelta:
                 total += value - previous
         values[name] = total
     return CounterDelta(values, tuple(resets), max(after.mono_time - before.mono_time, 0.0))
+
+
+# ------------------------------------------------------------------------------------ per-request reports
+
+
+def _nonneg_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _sglang_report(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """SGLang's per-request ``meta_info`` in vLLM's vocabulary (see :func:`request_report`).
+
+    ``python/sglang/srt/managers/tokenizer_manager.py`` (``_calculate_spec_decoding_metrics``) sets
+    ``spec_verify_ct`` (S), ``spec_accept_token_num`` (A), ``spec_draft_token_num`` (D, computed as
+    S × (``--speculative-num-draft-tokens`` − 1), i.e. every step counted as a full draft),
+    ``spec_accept_rate`` = A/D, ``spec_accept_length`` = completion tokens / S (the prefill's token
+    included, so 1/S above 1 + A/S) and, where the version has it, ``spec_accept_histogram`` (steps that
+    accepted exactly j drafts). Later versions name the counts ``spec_num_correct_drafts`` and
+    ``spec_num_proposed_drafts`` (drafts actually proposed); both spellings are read. τ is recomputed from
+    the counts, never taken from ``spec_accept_length``.
+    """
+    steps = _nonneg_int(meta.get("spec_verify_ct"))
+    accepted = _nonneg_int(meta.get("spec_accept_token_num", meta.get("spec_num_correct_drafts")))
+    drafted = _nonneg_int(meta.get("spec_draft_token_num", meta.get("spec_num_proposed_drafts")))
+    if steps is None or (steps > 0 and (accepted is None or drafted is None)):
+        return None
+    report: dict[str, Any] = {
+        "engine": "sglang",
+        "num_spec_steps": steps,
+        "num_draft_tokens": drafted or 0,
+        "num_accepted_draft_tokens": accepted or 0,
+    }
+    hist = meta.get("spec_accept_histogram")
+    if isinstance(hist, list) and all(_nonneg_int(c) is not None for c in hist):
+        report["acceptance_histogram"] = list(hist)
+    if steps and drafted is not None and drafted % steps == 0:
+        report["num_spec_tokens"] = drafted // steps
+    return report
+
+
+def request_report(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The per-request speculative-decoding report one response body or stream chunk carries, or None.
+
+    Returned in the vocabulary ``monitoring.acceptance`` reads:
+
+    - vLLM ``metrics.speculative_decoding`` (``--per-request-spec-decode-metrics summary|detailed``,
+      ``vllm/v1/metrics/stats.py`` ``RequestSpecDecodeMetrics.to_dict``; in a stream it rides the final
+      usage chunk): unchanged — ``num_spec_steps``, ``num_draft_tokens``, ``num_accepted_draft_tokens``,
+      ``acceptance_histogram`` (index j = steps that accepted exactly j drafts), ``num_spec_tokens`` (k) and,
+      at ``detailed``, ``per_step_accepted`` / ``per_step_drafted`` (one entry per verification step).
+    - llama.cpp ``timings`` (``tools/server/server-common.cpp``, ``server_slot_stats::to_json``: present once
+      a request drafted; with ``timings_per_token`` on every chunk, running totals): unchanged —
+      ``draft_n``, ``draft_n_accepted``; no steps.
+    - SGLang ``meta_info`` (top level, or in a choice): translated by :func:`_sglang_report`, with
+      ``"engine": "sglang"``.
+    """
+    metrics = obj.get("metrics")
+    if isinstance(metrics, Mapping) and isinstance(metrics.get("speculative_decoding"), Mapping):
+        return metrics["speculative_decoding"]  # type: ignore[no-any-return]
+    timings = obj.get("timings")
+    if isinstance(timings, Mapping) and "draft_n" in timings:
+        return timings
+    metas = [obj.get("meta_info")]
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        metas += [c.get("meta_info") for c in choices if isinstance(c, Mapping)]
+    for meta in metas:
+        if isinstance(meta, Mapping) and (report := _sglang_report(meta)) is not None:
+            return report
+    return None

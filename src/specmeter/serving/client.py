@@ -29,6 +29,7 @@ import httpx
 
 from specmeter.metrics.records import Emission, FinishReason, RequestRecord
 from specmeter.monitoring.acceptance import steps_from_report
+from specmeter.monitoring.adapters import request_report
 from specmeter.serving.sse import DONE, SSEParser
 
 __all__ = ["ClientShards", "RequestOutcome", "StreamRequest", "stream_request"]
@@ -187,11 +188,9 @@ class _Stream:
                     tokens = predicted - self.predicted
                     self.sources.add("timings")
                 self.predicted = predicted
-            if "draft_n" in timings:
-                self.spec = timings
-        metrics = obj.get("metrics")
-        if isinstance(metrics, dict) and isinstance(metrics.get("speculative_decoding"), dict):
-            self.spec = metrics["speculative_decoding"]
+        report = request_report(obj)
+        if report is not None:
+            self.spec = report
         if (tokens is not None and tokens > 0) or (tokens is None and text):
             self.chunks.append([now, tokens])
             if self.first_payload is None:

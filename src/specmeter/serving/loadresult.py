@@ -8,8 +8,10 @@ workload against the baseline endpoint at the same level, so E_meas compares lik
 Summaries come from ``specmeter.metrics.summarize`` over the completed requests. A remote server shows no
 steps, so acceptance is taken from the server — per-request reports when present (they cover exactly this
 run's requests), else the /metrics counter deltas of the level (which include any other traffic the server
-had) — and the danger-zone verdict is recomputed with it. Figures that need the models (memory, cost ratio,
-model-based speedups) do not apply to a remote endpoint and are null.
+had); the counters win over reports without steps when their drafted and accepted totals equal the
+reports' sums, which proves they counted exactly this run (llama.cpp: τ and per-position come only from
+its counters) — and the danger-zone verdict is recomputed with it. Figures that need the models (memory,
+cost ratio, model-based speedups) do not apply to a remote endpoint and are null.
 """
 
 from __future__ import annotations
@@ -121,12 +123,34 @@ def _load_block(role: RoleResult) -> dict[str, Any]:
     }
 
 
+def _counters_cover_requests(counters: ServerAcceptance, requests: ServerAcceptance) -> bool:
+    """Whether counter deltas count exactly this run's requests and tell more than their reports do.
+
+    True when the deltas' drafted and accepted totals equal the sums of the per-request reports (no other
+    traffic reached the server in the level) and the counters have the steps the reports lack (llama.cpp's
+    ``timings`` carry no steps; its /metrics has them, with τ and per-position).
+    """
+    return (
+        counters.source == "counters"
+        and requests.steps is None
+        and counters.steps is not None
+        and counters.drafted_tokens == requests.drafted_tokens
+        and counters.accepted_tokens == requests.accepted_tokens
+    )
+
+
 def _server_block(role: RoleResult, k: int | None) -> tuple[dict[str, Any], ServerAcceptance | None]:
     from_requests = role.request_acceptance(k)
     from_metrics = role.metrics_acceptance(k)
     used = from_requests or (
         from_metrics if from_metrics is not None and from_metrics.source != "none" else None
     )
+    if (
+        from_requests is not None
+        and from_metrics is not None
+        and _counters_cover_requests(from_metrics, from_requests)
+    ):
+        used = from_metrics
     block = {
         "kind": role.endpoint.kind,
         "metrics_url": role.endpoint.metrics,
