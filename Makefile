@@ -164,5 +164,3 @@ models: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(PROM_DIR) $(LLAMACPP) specmeter-demo .pytest_cache .mypy_cache .ruff_cache
-
-	rm -rf $(VENV) $(VLLM_VENV) $(LLAMACPP) specmeter-demo .pytest_cache .mypy_cache .ruff_cache
