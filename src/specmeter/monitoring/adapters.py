@@ -159,6 +159,8 @@ def counter_names(kind: str) -> Mapping[str, str]:
     """specmeter's counter name → the server's metric name, for kinds that export counters (vLLM, llama.cpp);
     what ``monitor --prometheus`` asks Prometheus for. Per-position counts: ``VLLM_PER_POS``."""
     return dict({"vllm": _VLLM, "llamacpp": _LLAMACPP}.get(kind, {}))
+
+
 # What per-request reports without steps (llama.cpp's timings) cannot give.
 NO_STEPS_PER_REQUEST = (
     "steps, hence τ and per-position acceptance (the per-request reports carry drafted and accepted totals)"
