@@ -20,8 +20,9 @@ through the same alert rules, history store and exporter (target ``G=value``).
 series to the window's edges; the extrapolation scales every counter of one target by the same factor (all
 its series share scrape times), so α and τ per target are exactly the counters' own (they are formed before
 the counts are rounded for display); a sum over targets with different scrape phases weights each target
-by its own factor, so a fleet's α can differ from the counters' ratio by a little (≤ 0.25 · |α_a − α_b| ·
-scrape interval / span for two engines: ~5e-3 in the test's 20-second span, less over longer windows). llama.cpp's
+by its own factor, so a fleet's α can differ from the counters' ratio by a little (for two engines
+≤ 0.25 · |α_a − α_b| · scrape interval / span: ~5e-3 in the test's 20-second span, less over longer
+windows). llama.cpp's
 counters (``llamacpp:n_drafted_total``, ``…_accepted_total``) are read the same way with
 ``--server llamacpp`` (no steps, hence α only).
 """
