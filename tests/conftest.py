@@ -34,6 +34,7 @@ class TinyModels:
     random_draft: Path  # independent tiny llama, same tokenizer: acceptance near zero
     qwen2: Path  # qkv bias, tied embeddings
     mistral: Path
+    qwen3: Path  # per-head q/k RMSNorm, no qkv bias
     other_tokenizer_draft: Path  # a draft with a different tokenizer
 
 
@@ -59,8 +60,16 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyModels:
     mistral = build_random_llama(
         root / "mistral", tok, TinyConfig(hidden=64, layers=2, model_type="mistral", init_std=0.1), seed=4
     )
+    qwen3 = build_random_llama(
+        root / "qwen3",
+        tok,
+        TinyConfig(
+            hidden=64, layers=2, heads=4, kv_heads=2, model_type="qwen3", init_std=0.1, random_norms=True
+        ),
+        seed=6,
+    )
     other_tok = build_tokenizer(
         root / "other_tokenizer", ["completely different words here"] * 50, vocab_size=300
     )
     other = build_random_llama(root / "other_draft", other_tok, TinyConfig(hidden=32, layers=1), seed=5)
-    return TinyModels(root, tok, target, draft, random_draft, qwen2, mistral, other)
+    return TinyModels(root, tok, target, draft, random_draft, qwen2, mistral, qwen3, other)

@@ -13,7 +13,7 @@ from specmeter.engine.loader import ModelLoadError, load_model
 PROMPT = "This Agreement shall be governed by the laws of"
 
 
-@pytest.mark.parametrize("name", ["target", "qwen2", "mistral"])
+@pytest.mark.parametrize("name", ["target", "qwen2", "mistral", "qwen3"])
 def test_native_logits_match_transformers(tiny, name: str) -> None:
     path: Path = getattr(tiny, name)
     native = load_model(path, implementation="native")

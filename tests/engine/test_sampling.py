@@ -8,35 +8,14 @@ instead of the residual max(0, p - q) fails by a wide margin (checked in `test_w
 from __future__ import annotations
 
 import itertools
-import math
-from pathlib import Path
 
 import pytest
 import torch
+from sampling_stats import chi_square_pvalue, exact_joint
 
 from specmeter.engine.loader import load_model
 from specmeter.engine.sampling import SamplingParams, Verdict, probs, sample, verify_greedy, verify_sampling
 from specmeter.engine.speculative import speculative_decode
-from specmeter.engine.tiny import TinyConfig, build_random_llama
-
-
-def chi_square_pvalue(counts: list[int], expected_p: list[float]) -> float:
-    """Pearson chi-square p-value; cells with expected count < 5 are pooled (Wilson-Hilferty tail)."""
-    n = sum(counts)
-    obs, exp, pool_o, pool_e = [], [], 0, 0.0
-    for c, p in zip(counts, expected_p, strict=True):
-        if n * p < 5:
-            pool_o, pool_e = pool_o + c, pool_e + n * p
-        else:
-            obs.append(c)
-            exp.append(n * p)
-    if pool_e > 0:
-        obs.append(pool_o)
-        exp.append(max(pool_e, 1e-9))
-    stat = sum((o - e) ** 2 / e for o, e in zip(obs, exp, strict=True))
-    df = len(obs) - 1
-    z = ((stat / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
-    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def test_probs_temperature_and_top_p() -> None:
@@ -102,47 +81,12 @@ def test_wrong_residual_is_detected() -> None:
     assert chi_square_pvalue(first, p[0].tolist()) < 1e-6
 
 
-@pytest.fixture(scope="module")
-def small_vocab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    root = tmp_path_factory.mktemp("small_vocab")
-    words = ["<unk>", "<s>", "</s>", "<pad>", "a", "b", "c", "d"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>"
-    )
-    target = build_random_llama(root / "target", fast, TinyConfig(hidden=32, layers=2, init_std=0.6), seed=21)
-    draft = build_random_llama(root / "draft", fast, TinyConfig(hidden=16, layers=1, init_std=0.6), seed=22)
-    return target, draft
-
-
-def _exact_joint(
-    model, prompt: list[int], params: SamplingParams, steps: int
-) -> dict[tuple[int, ...], float]:
-    """P(t1..t_steps | prompt) under the processed target distribution, by enumeration."""
-    joint: dict[tuple[int, ...], float] = {(): 1.0}
-    with torch.inference_mode():
-        for _ in range(steps):
-            nxt: dict[tuple[int, ...], float] = {}
-            for prefix, pr in joint.items():
-                model.reset(len(prompt) + steps + 1)
-                dist = probs(model.forward(torch.tensor(prompt + list(prefix)))[-1], params)
-                for tok_id, pt in enumerate(dist.tolist()):
-                    if pt > 0:
-                        nxt[(*prefix, tok_id)] = pr * pt
-            joint = nxt
-    return joint
-
-
 @pytest.mark.parametrize("params", [SamplingParams(1.0), SamplingParams(0.8, top_p=0.85)])
 def test_speculative_sampling_output_distribution_equals_target(small_vocab, params: SamplingParams) -> None:
     target = load_model(small_vocab[0])
     draft = load_model(small_vocab[1])
     prompt = [1, 4, 5]
-    exact = _exact_joint(target.model, prompt, params, steps=3)
+    exact = exact_joint(target.model, prompt, params, steps=3)
     cells = list(itertools.product(range(8), repeat=3))
     counts = dict.fromkeys(cells, 0)
     g = torch.Generator().manual_seed(5)

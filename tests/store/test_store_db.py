@@ -31,6 +31,24 @@ def test_packing_round_trips_exactly() -> None:
         unpack_steps(b"\x09" + b"\x00" * 8)
 
 
+def test_steps_keep_batch_size_and_k_and_old_blobs_still_read() -> None:
+    import struct
+    import zlib
+
+    from specmeter.metrics.records import StepRecord
+
+    steps = (
+        StepRecord(3, 2, 3, 0.01, 0.02, 3, batch=8, k=3),
+        StepRecord(0, 0, 1, 0.0, 0.02, 0, batch=16, k=0),
+        StepRecord(2, 2, 3, 0.01, 0.02, 2),  # batch 1, k not recorded
+    )
+    assert unpack_steps(pack_steps(steps)) == steps
+    # A blob in the first layout (no batch, no k), as runs stored before batching hold them.
+    ints = struct.pack("<8I", 3, 1, 2, 1, 4, 2, 3, 1)
+    v1 = bytes([1]) + struct.pack("<I", 2) + zlib.compress(ints + struct.pack("<4d", 0.1, 0.2, 0.3, 0.4))
+    assert unpack_steps(v1) == (StepRecord(3, 2, 4, 0.1, 0.3, 3), StepRecord(1, 1, 2, 0.2, 0.4, 1))
+
+
 def test_a_run_round_trips_and_becomes_complete(tmp_path: Path) -> None:
     rows = make_rows(1, n=6)
     result = make_result(rows)

@@ -37,6 +37,39 @@ class CausalLM(Protocol):
         ...
 
 
+class BatchedCausalLM(CausalLM, Protocol):
+    """A model that also holds a batched KV cache: one row per sequence, each with its own length.
+
+    Rows are numbered 0 … slots-1; ``engine.batched`` keeps the live sequences in rows 0 … B-1 (moving
+    the last row into a freed one), so a decode step is one ``forward_rows(0, …)``.
+    """
+
+    @property
+    def batch_slots(self) -> int: ...
+
+    def row_length(self, row: int) -> int:
+        """Tokens row ``row`` holds."""
+        ...
+
+    def batch_reset(self, slots: int, capacity: int) -> None:
+        """Empty every row; room for ``slots`` rows of at least ``capacity`` tokens."""
+        ...
+
+    def batch_reserve(self, capacity: int) -> None:
+        """Make every row hold at least ``capacity`` tokens, keeping their contents."""
+        ...
+
+    def rollback_row(self, row: int, length: int) -> None: ...
+
+    def move_row(self, src: int, dst: int) -> None:
+        """Row ``dst`` takes row ``src``'s tokens (``src`` is free afterwards)."""
+        ...
+
+    def forward_rows(self, start: int, tokens: list[list[int]], *, last_only: bool = False) -> torch.Tensor:
+        """Append ``tokens[r]`` to row ``start + r``; logits [R, max n, V], or [R, V] with ``last_only``."""
+        ...
+
+
 def synchronize(device: torch.device) -> None:
     """Wait for queued kernels so wall-clock timings mean what they say (a no-op on CPU)."""
     if device.type == "cuda":

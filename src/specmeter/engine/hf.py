@@ -3,6 +3,11 @@
 Slower per step than the native engine (transformers' generic forward and cache objects), but it lets
 specmeter measure architectures the native engine does not implement. Rollback uses ``DynamicCache.crop``
 with a negative count (transformers 5.x convention).
+
+The batched interface (``forward_rows`` and friends, used by ``engine.batched``) is served row by row: each
+row keeps its own ``DynamicCache`` and a batched forward runs one forward per row. Correct at any batch
+size, so ``serve --max-batch`` works with every model, but it does not batch the work: only the native
+engine's batched forward makes B sequences cheaper than B single streams.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ class HFCausalLM:
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 1 << 30))
         self._cache: Any = None
         self._length = 0
+        self._row_caches: list[Any] = []
+        self._rows: list[int] = []
         # transformers 5.20+ renamed the forward argument `past_key_values` to `cache` (the old name is
         # deprecated until 5.40); pass whichever this model's forward declares.
         params = inspect.signature(model.forward).parameters
@@ -64,3 +71,64 @@ class HFCausalLM:
         self._length += n
         logits: torch.Tensor = out.logits[0].float()
         return logits
+
+    # ------------------------------------------------------------------------ batched interface, row by row
+
+    @property
+    def batch_slots(self) -> int:
+        return len(self._rows)
+
+    def row_length(self, row: int) -> int:
+        return self._rows[row]
+
+    def batch_reset(self, slots: int, capacity: int) -> None:
+        from transformers import DynamicCache
+
+        if capacity > self.max_positions:
+            raise ValueError(
+                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
+            )
+        self._row_caches = [DynamicCache(config=self.model.config) for _ in range(slots)]
+        self._rows = [0] * slots
+
+    def batch_reserve(self, capacity: int) -> None:
+        if capacity > self.max_positions:
+            raise ValueError(
+                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
+            )
+
+    def rollback_row(self, row: int, length: int) -> None:
+        if not 0 <= length <= self._rows[row]:
+            raise ValueError(f"row {row}: cannot roll back to {length} from {self._rows[row]}")
+        if length < self._rows[row]:
+            self._row_caches[row].crop(length - self._rows[row])
+        self._rows[row] = length
+
+    def move_row(self, src: int, dst: int) -> None:
+        from transformers import DynamicCache
+
+        if src == dst:
+            return
+        self._row_caches[dst] = self._row_caches[src]
+        self._rows[dst] = self._rows[src]
+        self._row_caches[src] = DynamicCache(config=self.model.config)
+        self._rows[src] = 0
+
+    def forward_rows(self, start: int, tokens: list[list[int]], *, last_only: bool = False) -> torch.Tensor:
+        """One forward per row; logits padded to [R, n, V] (or [R, V] with ``last_only``)."""
+        n = max(len(t) for t in tokens)
+        out = []
+        saved = (self._cache, self._length)
+        try:
+            for r, t in enumerate(tokens):
+                self._cache, self._length = self._row_caches[start + r], self._rows[start + r]
+                logits = self.forward(torch.tensor(t, dtype=torch.long, device=self.device))
+                self._rows[start + r] = self._length
+                if last_only:
+                    out.append(logits[-1])
+                else:
+                    pad = logits[-1:].expand(n - len(t), -1)
+                    out.append(torch.cat([logits, pad]) if len(t) < n else logits)
+        finally:
+            self._cache, self._length = saved
+        return torch.stack(out)

@@ -1,10 +1,16 @@
-"""A lean native implementation of the Llama family (Llama, Mistral, Qwen2) for batch-size-one decoding.
+"""A lean native implementation of the Llama family (Llama, Mistral, Qwen2, Qwen3 dense).
 
 Why our own: speculative decoding lives or dies by per-step overhead, and the speculative loop needs a KV
 cache that rolls back by moving a pointer. This module holds preallocated K/V tensors per layer and a
 ``length``; ``rollback`` only lowers ``length``. Projections are fused (QKV, gate+up) so one small step is
 a handful of matmuls. Numerics follow transformers' LlamaForCausalLM (RMSNorm in float32, RoPE with the
-checkpoint's rope parameters, GQA, optional qkv/o bias, tied or untied embeddings).
+checkpoint's rope parameters, GQA, optional qkv/o bias, tied or untied embeddings); Qwen3 adds an RMSNorm
+over each head's query and key vectors before RoPE (``q_norm``/``k_norm``, transformers' Qwen3Attention).
+
+Two caches live side by side: the single-stream one (``reset``/``forward``/``rollback``, the batch-1 loop)
+and a batched one with a row per sequence (``batch_*``/``forward_rows``, ``engine.batched``). The batched
+layout is [slots, kv_heads, capacity, head_dim] per layer with a length per row; see ``forward_rows`` for
+why rows are padded rather than packed.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import torch.nn.functional as F
 from specmeter.metrics.records import ModelInfo
 
 # model_type -> (bias on q/k/v, bias on o); `attention_bias` in the config overrides for llama/mistral.
-NATIVE_ARCHITECTURES = {"llama", "mistral", "qwen2"}
+NATIVE_ARCHITECTURES = {"llama", "mistral", "qwen2", "qwen3"}
 # Rope kinds whose frequencies depend on the position at run time; the native path does not implement them.
 _DYNAMIC_ROPE = {"dynamic", "longrope"}
 
@@ -42,7 +48,10 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class _Layer:
-    __slots__ = ("down", "eps", "gate_up", "in_norm", "inter", "o", "o_bias", "post_norm", "qkv", "qkv_bias")
+    __slots__ = (
+        "down", "eps", "gate_up", "in_norm", "inter", "k_norm", "o", "o_bias", "post_norm", "q_norm", "qkv",
+        "qkv_bias",
+    )  # fmt: skip
 
     def __init__(self, tensors: dict[str, torch.Tensor], eps: float, inter: int) -> None:
         self.qkv = tensors["qkv"]
@@ -53,6 +62,8 @@ class _Layer:
         self.down = tensors["down"]
         self.in_norm = tensors["in_norm"]
         self.post_norm = tensors["post_norm"]
+        self.q_norm = tensors.get("q_norm")  # Qwen3: RMSNorm over each head's query / key vector
+        self.k_norm = tensors.get("k_norm")
         self.eps = eps
         self.inter = inter
 
@@ -109,12 +120,21 @@ class NativeLlama:
                 )
             if a + "o_proj.bias" in state:
                 t["o_bias"] = get(a + "o_proj.bias")
+            if a + "q_norm.weight" in state:
+                t["q_norm"] = get(a + "q_norm.weight")
+                t["k_norm"] = get(a + "k_norm.weight")
+            elif config.model_type == "qwen3":
+                raise KeyError(a + "q_norm.weight")
             self.layers.append(_Layer(t, eps, int(config.intermediate_size)))
         self.eps = eps
         self._init_rope(config)
         self._k: list[torch.Tensor] = []
         self._v: list[torch.Tensor] = []
         self._length = 0
+        # The batched cache: [slots, n_kv, capacity, head_dim] per layer, and a length per row.
+        self._bk: list[torch.Tensor] = []
+        self._bv: list[torch.Tensor] = []
+        self._rows: list[int] = []
 
     def _init_rope(self, config: Any) -> None:
         params = getattr(config, "rope_parameters", None) or {}
@@ -137,6 +157,8 @@ class NativeLlama:
         self._sin = torch.empty(0)
 
     def _rope_tables(self, capacity: int) -> None:
+        if self._cos.shape[0] >= capacity:
+            return
         pos = torch.arange(capacity, dtype=torch.float)
         freqs = torch.outer(pos, self._inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
@@ -185,8 +207,11 @@ class NativeLlama:
             h = _rms_norm(x, layer.in_norm, layer.eps)
             qkv = F.linear(h, layer.qkv, layer.qkv_bias)
             q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
-            q = _rotate(q.view(n, self.n_heads, self.head_dim).transpose(0, 1), cos, sin)  # [H, n, d]
-            k = _rotate(k.view(n, self.n_kv, self.head_dim).transpose(0, 1), cos, sin)  # [KV, n, d]
+            q, k = q.view(n, self.n_heads, self.head_dim), k.view(n, self.n_kv, self.head_dim)
+            if layer.q_norm is not None and layer.k_norm is not None:
+                q, k = _rms_norm(q, layer.q_norm, layer.eps), _rms_norm(k, layer.k_norm, layer.eps)
+            q = _rotate(q.transpose(0, 1), cos, sin)  # [H, n, d]
+            k = _rotate(k.transpose(0, 1), cos, sin)  # [KV, n, d]
             k_cache[:, start:end] = k
             v_cache[:, start:end] = v.view(n, self.n_kv, self.head_dim).transpose(0, 1)
             attn = F.scaled_dot_product_attention(
@@ -202,5 +227,133 @@ class NativeLlama:
             gate, up = F.linear(h, layer.gate_up).split(layer.inter, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down)
         self._length = end
+        x = _rms_norm(x, self.norm, self.eps)
+        return F.linear(x, self.lm_head).float()
+
+    # ------------------------------------------------------------------------------------- batched cache
+
+    @property
+    def batch_slots(self) -> int:
+        return len(self._rows)
+
+    def row_length(self, row: int) -> int:
+        return self._rows[row]
+
+    def batch_reset(self, slots: int, capacity: int) -> None:
+        """Empty every row of the batched cache; room for ``slots`` rows of ``capacity`` tokens each."""
+        if capacity > self.max_positions:
+            raise ValueError(
+                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
+            )
+        self._rows = [0] * slots
+        if self._bk and self._bk[0].shape[0] >= slots and self._bk[0].shape[2] >= capacity:
+            return
+        capacity = min(self.max_positions, (max(capacity, 256) + 255) & ~255)
+        shape = (slots, self.n_kv, capacity, self.head_dim)
+        # Zeros, not empty: a masked key still meets its value in the attention matmul (weight 0), and
+        # 0 · NaN from uninitialised memory would be NaN. Everything written later is finite.
+        self._bk = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in self.layers]
+        self._bv = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in self.layers]
+        self._rope_tables(capacity)
+
+    def batch_reserve(self, capacity: int) -> None:
+        """Grow every row to hold ``capacity`` tokens, keeping their contents (a longer request joined)."""
+        if self._bk and self._bk[0].shape[2] >= capacity:
+            return
+        if capacity > self.max_positions:
+            raise ValueError(
+                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
+            )
+        old_k, old_v, rows = self._bk, self._bv, self._rows
+        self.batch_reset(len(rows), capacity)
+        self._rows = rows
+        used = max(rows, default=0)
+        for new, old in zip(self._bk + self._bv, old_k + old_v, strict=True):
+            new[:, :, :used] = old[:, :, :used]
+
+    def rollback_row(self, row: int, length: int) -> None:
+        if not 0 <= length <= self._rows[row]:
+            raise ValueError(f"row {row}: cannot roll back to {length} from {self._rows[row]}")
+        self._rows[row] = length
+
+    def move_row(self, src: int, dst: int) -> None:
+        """Copy row ``src``'s valid prefix into row ``dst`` (the caller then treats ``src`` as free)."""
+        if src == dst:
+            return
+        n = self._rows[src]
+        for cache in self._bk + self._bv:
+            cache[dst, :, :n] = cache[src, :, :n]
+        self._rows[dst] = n
+
+    def forward_rows(self, start: int, tokens: list[list[int]], *, last_only: bool = False) -> torch.Tensor:
+        """Append ``tokens[r]`` to row ``start + r`` of the batched cache, all rows in one forward.
+
+        Returns logits [R, n, V] with n = the longest row (a row's positions past its own tokens hold
+        padding garbage), or [R, V] for each row's last token with ``last_only`` (prefill).
+
+        Padding, not packing: rows are laid out [R, n] with their own positions (RoPE from each row's
+        length) and a mask [R, 1, n, L] that lets token i of row r see keys 0 … len_r + i of its own row.
+        A packed layout (all rows' tokens in one [ΣN] sequence) would need a variable-length attention
+        kernel, which CPU builds of torch lack, and saves little here: in a speculative step every row
+        feeds d+1 tokens with the same d except near a request's token limit, so the query padding is
+        rare; the key padding (rows of different lengths) is masked attention work, small next to the
+        weight reads that dominate decode. The projections see R·n rows either way.
+        """
+        rows = len(tokens)
+        if rows == 0:
+            raise ValueError("no rows to forward")
+        if start < 0 or start + rows > len(self._rows):
+            raise ValueError(f"rows {start}..{start + rows - 1} outside the batch of {len(self._rows)}")
+        counts = [len(t) for t in tokens]
+        if min(counts) < 1:
+            raise ValueError("every row needs at least one token")
+        n = max(counts)
+        lens = self._rows[start : start + rows]
+        end = max(lens) + n
+        if end > self._bk[0].shape[2]:
+            held = self._bk[0].shape[2]
+            raise ValueError(f"{self.info.name}: batched KV cache holds {held} tokens per row")
+        dev = self.device
+        ids = torch.tensor([t + [t[-1]] * (n - len(t)) for t in tokens], dtype=torch.long, device=dev)
+        lens_t = torch.tensor(lens, dtype=torch.long, device=dev)
+        pos = lens_t[:, None] + torch.arange(n, device=dev)[None, :]  # [R, n]
+        cos, sin = self._cos[pos].unsqueeze(1), self._sin[pos].unsqueeze(1)  # [R, 1, n, d]
+        # Key j is visible to token i of row r when j <= len_r + i: its own row's past and causal present.
+        key_end = max(n0 + c for n0, c in zip(lens, counts, strict=True))
+        mask = None
+        if n > 1 or min(lens) != max(lens) or key_end != end:
+            mask = (torch.arange(key_end, device=dev)[None, None, :] <= pos[:, :, None]).unsqueeze(1)
+        row_idx = torch.arange(start, start + rows, device=dev)[:, None]  # [R, 1]
+        q_size, kv_size = self.n_heads * self.head_dim, self.n_kv * self.head_dim
+        x = F.embedding(ids, self.embed)  # [R, n, hidden]
+        for layer, k_cache, v_cache in zip(self.layers, self._bk, self._bv, strict=True):
+            h = _rms_norm(x, layer.in_norm, layer.eps)
+            qkv = F.linear(h, layer.qkv, layer.qkv_bias)
+            q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
+            q = q.view(rows, n, self.n_heads, self.head_dim)
+            k = k.view(rows, n, self.n_kv, self.head_dim)
+            if layer.q_norm is not None and layer.k_norm is not None:
+                q, k = _rms_norm(q, layer.q_norm, layer.eps), _rms_norm(k, layer.k_norm, layer.eps)
+            q = _rotate(q.transpose(1, 2), cos, sin)  # [R, H, n, d]
+            k = _rotate(k.transpose(1, 2), cos, sin)  # [R, KV, n, d]
+            # Scatter each row's new keys/values at its own positions: index [R, 1] x [R, n] -> [R, n, KV, d].
+            k_cache[row_idx, :, pos] = k.transpose(1, 2)
+            v_cache[row_idx, :, pos] = v.view(rows, n, self.n_kv, self.head_dim)
+            attn = F.scaled_dot_product_attention(
+                q,
+                k_cache[start : start + rows, :, :key_end],
+                v_cache[start : start + rows, :, :key_end],
+                attn_mask=mask,
+                scale=self.scale,
+                enable_gqa=self.n_kv != self.n_heads,
+            )  # [R, H, n, d]
+            x = x + F.linear(attn.transpose(1, 2).reshape(rows, n, q_size), layer.o, layer.o_bias)
+            h = _rms_norm(x, layer.post_norm, layer.eps)
+            gate, up = F.linear(h, layer.gate_up).split(layer.inter, dim=-1)
+            x = x + F.linear(F.silu(gate) * up, layer.down)
+        for r, c in enumerate(counts):
+            self._rows[start + r] = lens[r] + c
+        if last_only:
+            x = x[torch.arange(rows, device=dev), torch.tensor(counts, device=dev) - 1]  # [R, hidden]
         x = _rms_norm(x, self.norm, self.eps)
         return F.linear(x, self.lm_head).float()

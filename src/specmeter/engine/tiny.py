@@ -75,6 +75,8 @@ class TinyConfig:
     tie_embeddings: bool = False
     attention_bias: bool = False
     model_type: str = "llama"
+    # RMSNorm weights start at 1; random ones make a test notice a norm that is skipped or misapplied.
+    random_norms: bool = False
 
 
 def build_random_llama(out: Path, tokenizer: Any, cfg: TinyConfig, seed: int = 0) -> Path:
@@ -97,10 +99,16 @@ def build_random_llama(out: Path, tokenizer: Any, cfg: TinyConfig, seed: int = 0
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         **({"attention_bias": cfg.attention_bias} if cfg.model_type == "llama" else {}),
+        # Qwen3's config defaults head_dim to 128 whatever the hidden size; keep the tiny model tiny.
+        **({"head_dim": cfg.hidden // cfg.heads} if cfg.model_type == "qwen3" else {}),
     )
     model = AutoModelForCausalLM.from_config(config)
     with torch.no_grad():
         model.get_input_embeddings().weight.mul_(cfg.embed_scale)
+        if cfg.random_norms:
+            for name, param in model.named_parameters():
+                if "norm" in name:
+                    param.copy_(1.0 + 0.5 * torch.randn_like(param))
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))

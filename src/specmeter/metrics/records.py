@@ -32,6 +32,11 @@ class StepRecord:
     ``drafted`` is d_s (0 for a baseline step or a target-only step at the very end of a request),
     ``accepted`` is a_s as the verifier decided it; ``emitted`` is how many tokens the step actually
     appended to the output (a_s + 1 unless EOS or the token limit cut it short).
+
+    ``batch`` is how many sequences the step decoded together (1 for the single-stream loop); ``draft_s``
+    and ``verify_s`` are then the whole batched step's times, which every sequence in it lived through.
+    ``k`` is the draft length the step was scheduled with (a batch-size schedule may pick 0 = plain
+    decoding); ``drafted`` can be smaller near a request's token limit. None when not recorded.
     """
 
     drafted: int
@@ -40,6 +45,8 @@ class StepRecord:
     draft_s: float
     verify_s: float
     draft_forwards: int = 0
+    batch: int = 1
+    k: int | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ __all__ = [
     "unpack_steps",
 ]
 
-_STEPS_V1 = 1
+_STEPS_V1 = 1  # drafted, accepted, emitted, draft_forwards; draft_s, verify_s
+_STEPS_V2 = 2  # v1 plus batch (uint32) and k (int32, -1 = not recorded)
 _EMISSIONS_V1 = 1
 _IDS_V1 = 1
 _COMPRESS_LEVEL = 6
@@ -45,20 +46,31 @@ def _open(blob: bytes, expected_tag: int, what: str) -> tuple[int, bytes]:
 def pack_steps(steps: Sequence[StepRecord]) -> bytes:
     n = len(steps)
     ints = struct.pack(
-        f"<{4 * n}I",
+        f"<{5 * n}I",
         *(s.drafted for s in steps),
         *(s.accepted for s in steps),
         *(s.emitted for s in steps),
         *(s.draft_forwards for s in steps),
+        *(s.batch for s in steps),
     )
+    ks = struct.pack(f"<{n}i", *(-1 if s.k is None else s.k for s in steps))
     floats = struct.pack(f"<{2 * n}d", *(s.draft_s for s in steps), *(s.verify_s for s in steps))
-    return _seal(_STEPS_V1, n, ints + floats)
+    return _seal(_STEPS_V2, n, ints + ks + floats)
 
 
 def unpack_steps(blob: bytes) -> tuple[StepRecord, ...]:
-    n, payload = _open(blob, _STEPS_V1, "steps")
-    ints = struct.unpack_from(f"<{4 * n}I", payload, 0)
-    floats = struct.unpack_from(f"<{2 * n}d", payload, 16 * n)
+    if blob[:1] == bytes([_STEPS_V1]):
+        n, payload = _open(blob, _STEPS_V1, "steps")
+        ints = struct.unpack_from(f"<{4 * n}I", payload, 0)
+        batch: Sequence[int] = [1] * n
+        ks: Sequence[int] = [-1] * n
+        floats = struct.unpack_from(f"<{2 * n}d", payload, 16 * n)
+    else:
+        n, payload = _open(blob, _STEPS_V2, "steps")
+        ints = struct.unpack_from(f"<{5 * n}I", payload, 0)
+        batch = ints[4 * n : 5 * n]
+        ks = struct.unpack_from(f"<{n}i", payload, 20 * n)
+        floats = struct.unpack_from(f"<{2 * n}d", payload, 24 * n)
     return tuple(
         StepRecord(
             drafted=ints[i],
@@ -67,6 +79,8 @@ def unpack_steps(blob: bytes) -> tuple[StepRecord, ...]:
             draft_forwards=ints[3 * n + i],
             draft_s=floats[i],
             verify_s=floats[n + i],
+            batch=batch[i],
+            k=None if ks[i] < 0 else ks[i],
         )
         for i in range(n)
     )

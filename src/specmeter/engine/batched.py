@@ -1,0 +1,350 @@
+"""Batched speculative decoding with continuous batching: B sequences, one draft pass and one verification.
+
+Vocabulary (as in ``engine.speculative``): ``p`` target distribution, ``q`` draft distribution, ``y`` drafted
+tokens, ``d`` tokens drafted for a row in a step, ``a`` accepted. A *row* is a live sequence's place in the
+batched KV caches of both models; rows 0 … B-1 are always the live ones.
+
+One step of B live rows:
+
+1. ``k`` comes from the batch-size schedule for B (vLLM's ``num_speculative_tokens_per_batch_size``
+   semantics, ``engine.schedule``; k = 0 is plain decoding). Each row drafts d_r = min(k, tokens it may
+   still produce − 1), so no step makes tokens a request would throw away.
+2. The draft proposes in lockstep: one forward over every row's catch-up tokens (what its cache lacks of the
+   committed sequence: the correction token, or the last draft token and the bonus token after a fully
+   accepted step, or more after steps at k = 0), then D − 1 single-token forwards of B rows, D = max d_r.
+3. The target verifies every row's d_r + 1 positions in ONE forward of B rows (padding and a mask,
+   ``NativeLlama.forward_rows`` says why not packed).
+4. Each row accepts its own prefix (greedy exact match, or rejection sampling with the row's own generator
+   and sampling parameters), commits, and rolls back its own caches (a length per row, nothing is copied).
+5. Finished rows leave (EOS, token limit, or ``on_emit`` asking to stop); the last row moves into the hole
+   so rows stay 0 … B-1. Waiting sequences join between steps: their prompts are prefilled together in one
+   forward of the joining rows (target and draft), their first token is emitted, and they decode with
+   everyone else from the next step on.
+
+Every row of a step records the step's wall times (``draft_s``, ``verify_s``: the batch lived through
+them together), the batch size and the k scheduled (``StepRecord.batch``, ``StepRecord.k``). A row that
+joined or left changes B for the *next* step; prefill of joiners happens between steps and shows up as a
+longer gap in the other rows' emissions, as in an engine without chunked prefill.
+
+With B = 1 and a constant k this is the single-stream loop of ``engine.speculative`` (tested token for
+token); that module stays the batch-1 engine of ``bench``/``tune`` because it skips the row bookkeeping.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+import torch
+
+from specmeter.engine.base import BatchedCausalLM, synchronize
+from specmeter.engine.sampling import SamplingParams, probs, sample, verify_sampling
+from specmeter.engine.schedule import KSchedule
+from specmeter.engine.speculative import Generation
+from specmeter.metrics.records import Emission, FinishReason, StepRecord
+
+__all__ = ["BatchedDecoder", "SequenceRequest", "decode_batch"]
+
+GREEDY = SamplingParams()
+
+
+@dataclass
+class SequenceRequest:
+    """One sequence to decode; ``tag`` is the caller's handle, returned with its Generation."""
+
+    prompt_ids: Sequence[int]
+    max_tokens: int
+    params: SamplingParams = GREEDY
+    generator: torch.Generator | None = None
+    on_emit: Callable[[list[int]], bool | None] | None = None
+    tag: Any = None
+
+
+@dataclass
+class _Row:
+    req: SequenceRequest
+    t0: float
+    seq: list[int]
+    out: list[int] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    emissions: list[Emission] = field(default_factory=list)
+    prefill_s: float = 0.0
+    reason: FinishReason | None = None
+
+    def generation(self) -> Generation:
+        reason: FinishReason = self.reason or "length"
+        return Generation(
+            output_ids=tuple(self.out),
+            steps=tuple(self.steps),
+            emissions=tuple(self.emissions),
+            ttft_s=self.emissions[0].t if self.emissions else 0.0,
+            latency_s=self.emissions[-1].t if self.emissions else 0.0,
+            prefill_s=self.prefill_s,
+            finish_reason=reason,
+        )
+
+
+class BatchedDecoder:
+    """Continuous batching over one target (and optional draft); not thread-safe, one caller drives it.
+
+    ``add`` queues a sequence; ``step`` admits waiting sequences into free rows (prefill) and runs one
+    speculative step for every live row; it returns the sequences that finished, with their Generation.
+    ``schedule`` is a :class:`KSchedule` or a constant k; with no draft every step is plain decoding.
+    The models' batched caches belong to this decoder while it is in use.
+    """
+
+    def __init__(
+        self,
+        target: BatchedCausalLM,
+        draft: BatchedCausalLM | None,
+        *,
+        schedule: KSchedule | int,
+        max_batch: int,
+        eos_ids: Collection[int],
+    ) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be >= 1")
+        self.schedule = schedule if isinstance(schedule, KSchedule) else KSchedule.constant(max(0, schedule))
+        self.k_max = self.schedule.max_k
+        self.target = target
+        # A draft that the schedule never uses is not run at all (``--k 0`` with a draft is a baseline).
+        self.draft = draft if self.k_max > 0 else None
+        self.max_batch = max_batch
+        self.eos_ids = eos_ids
+        self.vocab = min(target.vocab_size, (self.draft or target).vocab_size)
+        self._live: list[_Row] = []
+        self._waiting: deque[_Row] = deque()
+        for m in self._models():
+            m.batch_reset(max_batch, 256)
+
+    def _models(self) -> list[BatchedCausalLM]:
+        return [self.target] if self.draft is None else [self.target, self.draft]
+
+    @property
+    def live(self) -> int:
+        return len(self._live)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    @property
+    def free_rows(self) -> int:
+        return self.max_batch - len(self._live) - len(self._waiting)
+
+    def add(self, req: SequenceRequest) -> None:
+        """Queue a sequence; it joins at the start of the next ``step`` if a row is free."""
+        if not req.prompt_ids:
+            raise ValueError("empty prompt")
+        if req.max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1")
+        need = len(req.prompt_ids) + req.max_tokens + self.k_max + 1
+        for m in self._models():
+            m.batch_reserve(need)  # raises (one line) when the model's context is too short
+        self._waiting.append(_Row(req=req, t0=perf_counter(), seq=list(req.prompt_ids)))
+
+    def step(self) -> list[tuple[Any, Generation]]:
+        """Admit waiting sequences, run one step of every live row; the (tag, Generation) of those done."""
+        done = self._admit()
+        if self._live:
+            done += self._decode()
+        return done
+
+    def run(self) -> list[tuple[Any, Generation]]:
+        """Step until nothing is live or waiting."""
+        done: list[tuple[Any, Generation]] = []
+        while self._live or self._waiting:
+            done += self.step()
+        return done
+
+    # -------------------------------------------------------------------------------------------- steps
+
+    def _choose(self, logits: torch.Tensor, rows: Sequence[_Row]) -> list[int]:
+        """One token per row from logits [R, V]: argmax for greedy rows, a draw for sampling rows."""
+        tokens: list[int] = logits.argmax(-1).tolist()
+        for r, row in enumerate(rows):
+            if not row.req.params.greedy:
+                tokens[r] = sample(probs(logits[r], row.req.params), row.req.generator)
+        return tokens
+
+    def _admit(self) -> list[tuple[Any, Generation]]:
+        joining: list[_Row] = []
+        while self._waiting and len(self._live) + len(joining) < self.max_batch:
+            joining.append(self._waiting.popleft())
+        if not joining:
+            return []
+        start = len(self._live)
+        with torch.inference_mode():
+            t0 = perf_counter()
+            prompts = [row.seq[:] for row in joining]
+            for m in self._models():
+                for r in range(len(joining)):
+                    m.rollback_row(start + r, 0)
+                self._reserve(m, start, prompts)
+            last = self.target.forward_rows(start, prompts, last_only=True)[:, : self.vocab]  # [J, V]
+            if self.draft is not None:
+                self.draft.forward_rows(start, prompts, last_only=True)
+            first = self._choose(last, joining)
+            synchronize(self.target.device)
+            prefill_s = perf_counter() - t0
+        self._live.extend(joining)
+        for row, tok in zip(joining, first, strict=True):
+            row.prefill_s = prefill_s
+            self._commit(row, [tok])
+        return self._retire()
+
+    def _commit(self, row: _Row, new: list[int]) -> None:
+        """Append ``new`` (cut at EOS), record the emission, decide whether the row is finished."""
+        for i, tok in enumerate(new):
+            if tok in self.eos_ids:
+                new, row.reason = new[: i + 1], "eos"
+                break
+        row.seq.extend(new)
+        row.out.extend(new)
+        row.emissions.append(Emission(t=perf_counter() - row.t0, tokens=len(new)))
+        stop = bool(row.req.on_emit(new)) if row.req.on_emit is not None else False
+        if row.reason is None and len(row.out) >= row.req.max_tokens:
+            row.reason = "length"
+        if row.reason is None and stop:
+            row.reason = "interrupted"
+
+    def _retire(self) -> list[tuple[Any, Generation]]:
+        """Remove finished rows; the last live row moves into each hole so rows stay 0 … B-1."""
+        done = []
+        for r in range(len(self._live) - 1, -1, -1):
+            row = self._live[r]
+            if row.reason is None:
+                continue
+            done.append((row.req.tag, row.generation()))
+            last = len(self._live) - 1
+            if r != last:
+                for m in self._models():
+                    m.move_row(last, r)
+                self._live[r] = self._live[last]
+            self._live.pop()
+        done.reverse()
+        return done
+
+    @staticmethod
+    def _reserve(model: BatchedCausalLM, start: int, feeds: Sequence[Sequence[int]]) -> None:
+        # Padding writes up to the longest feed past every row's length: keep that inside the cache.
+        n = max(len(f) for f in feeds)
+        model.batch_reserve(max(model.row_length(start + r) for r in range(len(feeds))) + n)
+
+    def _decode(self) -> list[tuple[Any, Generation]]:
+        rows = self._live
+        b = len(rows)
+        k = self.schedule.k_for(b, self.k_max) if self.draft is not None else 0
+        ds = [min(k, row.req.max_tokens - len(row.out) - 1) for row in rows]  # d_r per row
+        depth = max(ds)  # D: draft forwards this step
+        ys: list[list[int]] = [[] for _ in rows]
+        qs: list[list[torch.Tensor]] = [[] for _ in rows]  # q rows of sampling rows, for the verifier
+        with torch.inference_mode():
+            t_step = perf_counter()
+            if depth > 0 and self.draft is not None:
+                draft = self.draft
+                feeds = []
+                for r, row in enumerate(rows):
+                    keep = min(draft.row_length(r), len(row.seq) - 1)
+                    draft.rollback_row(r, keep)
+                    feeds.append(row.seq[keep:])  # catch-up: usually 1 token, 2 after a full accept
+                self._reserve(draft, 0, feeds)
+                logits = draft.forward_rows(0, feeds)  # [B, n, V]
+                last = torch.tensor([len(f) - 1 for f in feeds], device=logits.device)
+                q_logits = logits[torch.arange(b, device=logits.device), last, : self.vocab]  # [B, V]
+                for i in range(depth):
+                    tokens: list[int] = q_logits.argmax(-1).tolist()
+                    for r, row in enumerate(rows):
+                        if not row.req.params.greedy:
+                            q = probs(q_logits[r], row.req.params)
+                            qs[r].append(q)
+                            tokens[r] = sample(q, row.req.generator)
+                        ys[r].append(tokens[r])
+                    if i < depth - 1:
+                        q_logits = draft.forward_rows(0, [[t] for t in tokens])[:, 0, : self.vocab]
+            synchronize(self.target.device)
+            t_verify = perf_counter()
+
+            # Verify every row's d_r + 1 positions in one target forward of B rows.
+            feeds, offsets = [], []
+            for r, row in enumerate(rows):
+                keep = min(self.target.row_length(r), len(row.seq) - 1)
+                self.target.rollback_row(r, keep)
+                catch_up = row.seq[keep:]
+                offsets.append(len(catch_up) - 1)  # the logits of the last committed token predict y_1
+                feeds.append(catch_up + ys[r][: ds[r]])
+            self._reserve(self.target, 0, feeds)
+            p_logits = self.target.forward_rows(0, feeds)[..., : self.vocab]  # [B, n, V]
+            verdicts = self._verify(p_logits, rows, ys, qs, ds, offsets)
+            synchronize(self.target.device)
+            t_done = perf_counter()
+
+        for r, row in enumerate(rows):
+            accepted, token = verdicts[r]
+            new = [*ys[r][:accepted], token]
+            emitted = len(new)
+            for i, tok in enumerate(new):
+                if tok in self.eos_ids:
+                    emitted = i + 1
+                    break
+            step = StepRecord(
+                drafted=ds[r], accepted=accepted, emitted=emitted, draft_s=t_verify - t_step,
+                verify_s=t_done - t_verify, draft_forwards=depth, batch=b, k=k,
+            )  # fmt: skip
+            row.steps.append(step)
+            self._commit(row, new)
+        return self._retire()
+
+    def _verify(
+        self,
+        p_logits: torch.Tensor,
+        rows: Sequence[_Row],
+        ys: Sequence[list[int]],
+        qs: Sequence[list[torch.Tensor]],
+        ds: Sequence[int],
+        offsets: Sequence[int],
+    ) -> list[tuple[int, int]]:
+        """(accepted, correction-or-bonus token) per row; p_logits [B, n, V], row r's rows at offsets[r]."""
+        choice: list[list[int]] = p_logits.argmax(-1).tolist()  # [B, n]
+        out = []
+        for r, row in enumerate(rows):
+            d, o = ds[r], offsets[r]
+            if row.req.params.greedy:
+                # [y1, y2, y3] vs target's picks [c1, c2, c3, c4]: accept while equal, then take c_{a+1}.
+                picks = choice[r][o : o + d + 1]
+                a = 0
+                while a < d and picks[a] == ys[r][a]:
+                    a += 1
+                out.append((a, picks[a]))
+            else:
+                p = probs(p_logits[r, o : o + d + 1], row.req.params)  # [d+1, V]
+                q = torch.stack(qs[r][:d]) if d else p.new_zeros((0, p.shape[-1]))
+                y = torch.tensor(ys[r][:d], dtype=torch.long, device=p.device)
+                v = verify_sampling(p, q, y, row.req.generator)
+                out.append((v.accepted, v.token))
+        return out
+
+
+def decode_batch(
+    target: BatchedCausalLM,
+    draft: BatchedCausalLM | None,
+    requests: Sequence[SequenceRequest],
+    *,
+    schedule: KSchedule | int,
+    max_batch: int,
+    eos_ids: Collection[int],
+) -> list[Generation]:
+    """Decode ``requests`` with at most ``max_batch`` live at once (the rest join as rows free up).
+
+    Generations come back in the order of ``requests``.
+    """
+    decoder = BatchedDecoder(target, draft, schedule=schedule, max_batch=max_batch, eos_ids=eos_ids)
+    tagged = [SequenceRequest(r.prompt_ids, r.max_tokens, r.params, r.generator, r.on_emit, i)
+              for i, r in enumerate(requests)]  # fmt: skip
+    for r in tagged:
+        decoder.add(r)
+    results: dict[int, Generation] = dict(decoder.run())
+    return [results[i] for i in range(len(requests))]
