@@ -8,6 +8,7 @@ everything it finished.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -49,10 +50,20 @@ class Candidate(Generic[M]):
 
 @dataclass(frozen=True)
 class PreparedPrompt:
+    """A golden-set prompt as token ids. A conversation has ``turn_ids`` (the request id of each turn) and
+    ``next_turn``: given the output ids of the turns so far (the model's own answers), the ids of the next
+    turn's prompt."""
+
     id: str
     category: str
     ids: tuple[int, ...]
     max_tokens: int
+    turn_ids: tuple[str, ...] = ()
+    next_turn: Callable[[Sequence[Sequence[int]]], tuple[int, ...]] | None = None
+
+    @property
+    def turns(self) -> int:
+        return max(1, len(self.turn_ids))
 
 
 @dataclass
@@ -65,6 +76,7 @@ class RunState(Generic[M]):
     baseline: list[RequestRecord] = field(default_factory=list)
     per_candidate: dict[int, list[RequestRecord]] = field(default_factory=dict)
     cost_curves: dict[str, CostCurve] = field(default_factory=dict)
+    cut_turns: int = 0  # conversation turns not run because the conversation outgrew the context
 
     def baseline_run(self) -> RunRecord:
         return RunRecord(
@@ -147,24 +159,49 @@ def run_interleaved(
                 max_tokens=min(8, prompts[0].max_tokens), eos_ids=target.eos_ids,
                 generator=torch.Generator().manual_seed(seed),
             )  # fmt: skip
+    k_max = max((c.k for c in state.candidates), default=0)
     for n, prompt in enumerate(prompts):
         shift = n % len(slots)
-        outputs: dict[int | None, Generation] = {}
-        for slot in slots[shift:] + slots[:shift]:
-            draft = None if slot is None else state.candidates[slot].draft.model
-            k = 0 if slot is None else state.candidates[slot].k
-            gen = torch.Generator(device=target.model.device).manual_seed(seed * 1_000_003 + n)
-            outputs[slot] = speculative_decode(
-                target.model, draft, prompt.ids, k=k, params=state.params, max_tokens=prompt.max_tokens,
-                eos_ids=target.eos_ids, generator=gen,
-            )  # fmt: skip
-        base = outputs[None]
-        for slot in slots:  # report in a stable order whatever order they ran in
-            g = outputs[slot]
-            matches = None if slot is None or not state.params.greedy else g.output_ids == base.output_ids
-            rec = make_record(prompt, g, matches)
-            (state.baseline if slot is None else state.per_candidate.setdefault(slot, [])).append(rec)
-            if on_record is not None:
-                on_record(slot, rec)
+        # A conversation: every slot replays it with its own answers (turn t's prompt holds them), turn by
+        # turn, the slots interleaved within each turn as single prompts are.
+        answers: dict[int | None, list[tuple[int, ...]]] = {slot: [] for slot in slots}
+        for turn in range(prompt.turns):
+            ids = {s: prompt.ids if turn == 0 else _next_ids(prompt, answers[s]) for s in slots}
+            context = target.max_positions
+            if context is not None and any(
+                len(v) + prompt.max_tokens + k_max + 1 > context for v in ids.values()
+            ):
+                state.cut_turns += prompt.turns - turn  # the conversation outgrew the context: stop here
+                break
+            outputs: dict[int | None, Generation] = {}
+            for slot in slots[shift:] + slots[:shift]:
+                draft = None if slot is None else state.candidates[slot].draft.model
+                k = 0 if slot is None else state.candidates[slot].k
+                gen = torch.Generator(device=target.model.device).manual_seed(
+                    seed * 1_000_003 + n + 7919 * turn
+                )
+                outputs[slot] = speculative_decode(
+                    target.model, draft, ids[slot], k=k, params=state.params, max_tokens=prompt.max_tokens,
+                    eos_ids=target.eos_ids, generator=gen,
+                )  # fmt: skip
+            base = outputs[None]
+            for slot in slots:  # report in a stable order whatever order they ran in
+                g = outputs[slot]
+                # Equal outputs mean something only for equal prompts (earlier turns matched too).
+                same = ids[slot] == ids[None]
+                greedy = state.params.greedy
+                matches = None if slot is None or not greedy or not same else g.output_ids == base.output_ids
+                rec = make_record(prompt, g, matches)
+                if turn > 0:
+                    rec = dataclasses.replace(rec, id=prompt.turn_ids[turn], prompt_tokens=len(ids[slot]))
+                answers[slot].append(tuple(g.output_ids))
+                (state.baseline if slot is None else state.per_candidate.setdefault(slot, [])).append(rec)
+                if on_record is not None:
+                    on_record(slot, rec)
         if on_prompt_done is not None:
             on_prompt_done(n)
+
+
+def _next_ids(prompt: PreparedPrompt, answers: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    assert prompt.next_turn is not None, f"prompt {prompt.id!r} has {prompt.turns} turns but no next_turn"
+    return prompt.next_turn(answers)

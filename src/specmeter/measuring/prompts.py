@@ -1,5 +1,7 @@
 """The golden set as the engines take it: loaded, limited, rendered to token ids, checked against the context.
 
+A conversation (a prompt with ``followups``) becomes one PreparedPrompt whose ``next_turn`` renders each
+later turn from the model's own answers, decoded as a chat client shows them; the runner replays it.
 Every prompt is checked before anything runs: one that renders to no tokens, or whose tokens plus its
 output budget plus the last step's draft positions exceed the target's context, is reported as
 ``file:line: ...``, all of them at once.
@@ -7,20 +9,33 @@ output budget plus the last step's draft positions exceed the target's context, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from specmeter.measuring.errors import MeasureError
 
 if TYPE_CHECKING:
     from specmeter.engine.runner import ModelLike, PreparedPrompt
     from specmeter.measuring.config import MeasureConfig
+    from specmeter.workloads import Prompt
 
 __all__ = ["prepare_prompts"]
 
 
+def _next_turn(prompt: Prompt, tokenizer: Any) -> Callable[[Sequence[Sequence[int]]], tuple[int, ...]]:
+    """Turn t's ids from the model's own answers to turns 0..t−1 (decoded as a chat client shows them)."""
+    from specmeter.workloads import render_turn
+
+    def next_turn(answers: Sequence[Sequence[int]]) -> tuple[int, ...]:
+        texts = [tokenizer.decode(list(a), skip_special_tokens=True) for a in answers]
+        return tuple(render_turn(prompt, texts, tokenizer))
+
+    return next_turn
+
+
 def prepare_prompts(cfg: MeasureConfig, target: ModelLike) -> list[PreparedPrompt]:
     from specmeter.engine.runner import PreparedPrompt
-    from specmeter.workloads import WorkloadError, load_workload, render_prompt
+    from specmeter.workloads import WorkloadError, load_workload, render_prompt, turn_id
 
     try:
         workload = load_workload(cfg.prompts)
@@ -41,7 +56,16 @@ def prepare_prompts(cfg: MeasureConfig, target: ModelLike) -> list[PreparedPromp
                 f"{cfg.prompts}:{p.line}: prompt {p.id!r} has {len(ids)} tokens; "
                 f"with max_tokens {max_tokens} it needs {need} positions, the target has {context}"
             )
-        prepared.append(PreparedPrompt(id=p.id, category=p.category, ids=tuple(ids), max_tokens=max_tokens))
+        prepared.append(
+            PreparedPrompt(
+                id=p.id,
+                category=p.category,
+                ids=tuple(ids),
+                max_tokens=max_tokens,
+                turn_ids=tuple(turn_id(p.id, t) for t in range(p.turns)) if p.followups else (),
+                next_turn=_next_turn(p, target.tokenizer) if p.followups else None,
+            )
+        )
     if problems:
         raise MeasureError("\n".join(problems))
     return prepared

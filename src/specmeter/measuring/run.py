@@ -139,6 +139,12 @@ def run_candidates(
     else:
         target, drafts = load_models(cfg)
     prompts = prepare_prompts(cfg, target)
+    conversations = sum(1 for p in prompts if p.turns > 1)
+    if conversations and vllm:
+        reporter.warn(
+            f"{conversations} multi-turn conversation(s): --backend vllm measures their first turn only "
+            "(the native backend and `load` replay every turn)"
+        )
     candidates: list[Candidate[Any]] = [Candidate(d, k) for d in drafts for k in cfg.k]
     params = SamplingParams(cfg.temperature, cfg.top_p)  # the config checked both
     state: RunState[Any] = RunState(target=target, candidates=candidates, params=params)
@@ -231,6 +237,10 @@ def _measure(
                     )  # fmt: skip
             except KeyboardInterrupt:
                 m.interrupted = True
+    if state.cut_turns:
+        reporter.warn(
+            f"{state.cut_turns} conversation turn(s) not run: the conversation outgrew the target's context"
+        )
 
 
 def summarize_into(m: Measurement) -> None:

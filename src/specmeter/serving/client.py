@@ -74,6 +74,9 @@ class RequestOutcome:
     first_payload: Mapping[str, Any] | None = None  # the first chunk that carried tokens
     raw_finish_reason: str | None = None
     exact_steps: bool = False  # the record's steps were rebuilt exactly from the server's per-request report
+    text: str = (
+        ""  # the answer's content as streamed (reasoning excluded): a conversation's next turn holds it
+    )
 
     @property
     def ok(self) -> bool:
@@ -119,6 +122,7 @@ class _Stream:
     spec: Mapping[str, Any] | None = None
     first_payload: Mapping[str, Any] | None = None
     malformed: int = 0
+    content: list[str] = field(default_factory=list)
 
     def handle(self, data: bytes, now: float) -> bool:
         """Process one SSE data payload; True when the stream is over."""
@@ -164,6 +168,9 @@ class _Stream:
                     else None
                 )
                 text = text or bool(piece)
+                answer = choice.get("text") or (delta.get("content") if isinstance(delta, dict) else None)
+                if isinstance(answer, str):
+                    self.content.append(answer)
                 if choice.get("finish_reason"):
                     self.finish = str(choice["finish_reason"])
         has_choices = bool(choices)
@@ -248,6 +255,7 @@ class _Stream:
             first_payload=self.first_payload,
             raw_finish_reason=self.finish,
             exact_steps=steps is not None,
+            text="".join(self.content),
         )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -98,8 +98,17 @@ class LevelRunner:
             if on_request is not None:
                 on_request(phase, ep.role, outcome)
 
-        def send(index: int, slot: int) -> Awaitable[RequestOutcome]:
-            return self.streams.send(build_request(self.cfg, ep, index), slot)
+        async def send(index: int, slot: int) -> RequestOutcome:
+            # A conversation is one unit of work: its turns go one after another on the same slot, each
+            # with the server's own earlier answers (as a chat client would); every turn is a request.
+            turns = self.cfg.prompts[index % len(self.cfg.prompts)].turns
+            answers: list[str] = []
+            while True:
+                outcome = await self.streams.send(build_request(self.cfg, ep, index, answers), slot)
+                if len(answers) + 1 == turns or not outcome.ok:
+                    return outcome
+                done(outcome)
+                answers.append(outcome.text)
 
         before = await read(self.client, ep, into.readings)
         t0 = perf_counter()

@@ -2,16 +2,19 @@
 
 Request ``index`` takes prompt ``index mod len(prompts)``, so a level longer than the golden set cycles
 through it and two endpoints given the same indices receive the same prompts (which is what pairs their
-requests for E_meas). The chat or completions API follows the prompt (``--api auto``) or the option.
+requests for E_meas). The chat or completions API follows the prompt (``--api auto``) or the option. A
+conversation's later turns carry the server's own earlier answers (``loadlevel`` sends them in order).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from specmeter.serving.client import StreamRequest
 from specmeter.serving.loadconfig import Endpoint, LoadConfig
-from specmeter.workloads.render import plain_chat_text
+from specmeter.workloads.render import plain_chat_text, turn_id, turn_messages
 
 __all__ = ["build_request"]
 
@@ -23,9 +26,13 @@ _EXTRAS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_request(cfg: LoadConfig, ep: Endpoint, index: int) -> StreamRequest:
-    """Request ``index`` of a level against ``ep``."""
+def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[str] = ()) -> StreamRequest:
+    """Request ``index`` of a level against ``ep``; for turn t of a conversation, ``answers`` holds the
+    server's own answers to turns 0..t−1 (``workloads.turn_messages``: a chat client's history)."""
     prompt = cfg.prompts[index % len(cfg.prompts)]
+    turn = len(answers)
+    if turn:
+        prompt = dataclasses.replace(prompt, messages=turn_messages(prompt, answers), followups=())
     chat = prompt.is_chat if cfg.api == "auto" else cfg.api == "chat"
     payload: dict[str, Any] = {"model": ep.model}
     if chat:
@@ -39,7 +46,7 @@ def build_request(cfg: LoadConfig, ep: Endpoint, index: int) -> StreamRequest:
         max_tokens=prompt.max_tokens or cfg.max_tokens,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
-        seed=cfg.seed + index,
+        seed=cfg.seed + index + 7919 * turn,
         stream=True,
         stream_options={"include_usage": True},
     )
@@ -49,4 +56,4 @@ def build_request(cfg: LoadConfig, ep: Endpoint, index: int) -> StreamRequest:
     payload.update(extras)
     payload.update(cfg.extra_body)
     path = "/v1/chat/completions" if chat else "/v1/completions"
-    return StreamRequest(prompt.id, prompt.category, ep.url + path, payload)
+    return StreamRequest(turn_id(prompt.id, turn), prompt.category, ep.url + path, payload)

@@ -18,7 +18,14 @@ from specmeter.workloads.loader import (
     WorkloadError,
     load_workload,
 )
-from specmeter.workloads.render import PromptTokenizer, plain_chat_text, render_prompt
+from specmeter.workloads.render import (
+    PromptTokenizer,
+    plain_chat_text,
+    render_prompt,
+    render_turn,
+    turn_id,
+    turn_messages,
+)
 from specmeter.workloads.schema import ROLES, Role
 
 __all__ = [
@@ -36,4 +43,7 @@ __all__ = [
     "load_workload",
     "plain_chat_text",
     "render_prompt",
+    "render_turn",
+    "turn_id",
+    "turn_messages",
 ]

@@ -13,12 +13,18 @@ line per message and a final ``assistant:`` line, encoded like a text prompt (BO
     user: Define 'force majeure'.
     assistant:
 
+A conversation (a chat prompt with ``followups``) is replayed turn by turn as a chat client would: turn t
+sends the prompt's messages, then for every earlier turn the model's *own* answer and the user's next
+message (:func:`turn_messages`, :func:`render_turn`); each turn is its own request, ``id``, ``id#2``, …
+(:func:`turn_id`).
+
 The tokenizer is typed structurally (:class:`PromptTokenizer`) so this module does not import
 transformers; any ``PreTrainedTokenizerBase`` fits.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -62,6 +68,35 @@ def _token_ids(output: object) -> list[int]:
     ):
         return [int(i) for i in output]
     raise TypeError(f"tokenizer returned {type(output).__name__}, expected a flat sequence of token ids")
+
+
+def turn_id(prompt_id: str, turn: int) -> str:
+    """The request id of a conversation's turn (0-based): the prompt's id, then ``id#2``, ``id#3``, …"""
+    return prompt_id if turn == 0 else f"{prompt_id}#{turn + 1}"
+
+
+def turn_messages(prompt: Prompt, answers: Sequence[str]) -> tuple[Message, ...]:
+    """The conversation a chat client sends for turn ``len(answers)``: the prompt's messages, then for
+    each earlier turn the model's own answer and the user's next message.
+
+    ``[sys, u1] + answers [a1] → [sys, u1, assistant a1, user u2]``
+    """
+    turn = len(answers)
+    if prompt.messages is None or turn > len(prompt.followups):
+        raise ValueError(f"prompt {prompt.id!r} has no turn {turn + 1}")
+    out = list(prompt.messages)
+    for answer, followup in zip(answers, prompt.followups, strict=False):
+        out += [Message("assistant", answer), Message("user", followup)]
+    return tuple(out)
+
+
+def render_turn(prompt: Prompt, answers: Sequence[str], tokenizer: PromptTokenizer) -> list[int]:
+    """Token ids of turn ``len(answers)`` of a conversation (turn 0 is :func:`render_prompt`)."""
+    if not answers:
+        return render_prompt(prompt, tokenizer)
+    return render_prompt(
+        dataclasses.replace(prompt, messages=turn_messages(prompt, answers), followups=()), tokenizer
+    )
 
 
 def render_prompt(prompt: Prompt, tokenizer: PromptTokenizer) -> list[int]:
