@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 # The CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed
+MODELS := src/specmeter/assets/models
 
 .PHONY: setup test test-slow test-vllm vllm-env test-prometheus prometheus-bin test-llamacpp llamacpp-env lint demo bench \
 	models browser clean
@@ -137,7 +138,6 @@ bench: $(STAMP)
 # golden sets are checked to be held out against exactly that corpus (docs/corpus.md); the distillation
 # prompts are cut from its first 3,000 legal documents, so they are training data too (about an hour on 2 CPU cores; resumable:
 # rerun after an interruption and every stage continues from its checkpoint). Not part of the tests.
-MODELS := src/specmeter/assets/models
 WORK := .models-work
 TARGET_STEPS ?= 800
 GENERAL_STEPS ?= 3000
