@@ -148,3 +148,58 @@ def test_ctrl_c_exits_130(urls: tuple[str, str], prompts: Path, monkeypatch: pyt
     result = invoke("--endpoint", urls[0], "--prompts", prompts)
     assert result.exit_code == 130
     assert "every finished request is on disk" in result.stderr
+
+
+def test_trace_replay_paired_with_breakdowns_by_length_and_temperature(
+    urls: tuple[str, str], prompts: Path, tmp_path: Path
+) -> None:
+    spec, base = urls
+    trace = tmp_path / "mooncake.jsonl"
+    lines = [
+        {"timestamp": 0, "input_length": 12, "output_length": 5, "hash_ids": [0]},
+        {"timestamp": 100, "input_length": 3, "output_length": 3, "hash_ids": [1]},
+        {"timestamp": 150, "input_length": 9, "output_length": 4, "hash_ids": [0, 2]},
+        {"timestamp": 300, "input_length": 9, "output_length": 2, "hash_ids": [0, 3]},
+    ]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out = tmp_path / "r.json"
+    result = invoke(
+        "--endpoint", spec, "--baseline", base, "--prompts", prompts, "--trace", trace, "--trace-speed", "2",
+        "--temperature", "0,0.7", "--warmup", "0", "--json", out, "--log", tmp_path / "r.jsonl",
+    )  # fmt: skip
+    assert result.exit_code in (0, 4), result.output
+    (level,) = json.loads(out.read_text())["candidates"]
+    assert level["trace"] is True and level["load"]["completed"] == 4
+    assert level["baseline"]["load"]["completed"] == 4
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    # max_tokens from the trace's output lengths: no request generated more.
+    by_run: dict[str, list[int]] = {}
+    for row in rows:
+        by_run.setdefault(row["run"], []).append(row["output_tokens"])
+    assert all(n <= 5 for ns in by_run.values() for n in ns)
+    assert set(level["by_temperature"]) == {"T=0", "T=0.7"}
+    assert sum(g["requests"] for g in level["by_temperature"].values()) == 4
+    assert level["by_input_length"] and all(k.startswith("≤") for k in level["by_input_length"])
+    assert "by temperature" in result.stdout and "trace" in result.stdout
+
+
+def test_gamma_arrivals_and_mode_mistakes(urls: tuple[str, str], prompts: Path, tmp_path: Path) -> None:
+    spec = urls[0]
+    result = invoke(
+        "--endpoint", spec, "--prompts", prompts, "--rate", "50", "--arrival", "gamma",
+        "--burstiness", "0.25",
+        "--limit", "3", "--max-tokens", "3", "--warmup", "0", "-q", "--json", tmp_path / "g.json",
+    )  # fmt: skip
+    assert result.exit_code in (0, 4), result.output
+    data = json.loads((tmp_path / "g.json").read_text())
+    assert data["run"]["config"]["burstiness"] == 0.25 and data["candidates"][0]["load"]["completed"] == 3
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"t": 0}\n{"t": -2}\n', encoding="utf-8")
+    base = ["--endpoint", spec, "--prompts", prompts]
+    assert_usage_error(invoke(*base, "--trace", trace), f"{trace}:2: field 't'")
+    assert_usage_error(invoke(*base, "--trace", trace, "--rate", "1"), "--trace")
+    assert_usage_error(invoke(*base, "--burstiness", "2"), "--arrival gamma")
+    assert_usage_error(
+        invoke(*base, "--rate", "1", "--arrival", "gamma", "--burstiness", "0"), "--burstiness"
+    )
+    assert_usage_error(invoke(*base, "--temperature", "0,hot"), "--temperature")

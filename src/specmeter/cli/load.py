@@ -31,6 +31,42 @@ def _rates(value: str) -> list[float]:
     return sorted(set(out))
 
 
+def _temperatures(value: str) -> list[float]:
+    out = []
+    for part in value.split(","):
+        try:
+            t = float(part)
+        except ValueError:
+            fail(f"--temperature: {part.strip()!r} is not a number")
+        if not 0.0 <= t <= 2.0:
+            fail(f"--temperature must be in [0, 2], got {part.strip()}")
+        out.append(t)
+    return list(dict.fromkeys(out))
+
+
+def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
+    """The trace, each line matched to a golden-set prompt by length (``serving.trace``)."""
+    from specmeter.serving.trace import TraceError, assign_prompts, estimate_tokens, load_trace
+    from specmeter.workloads import render_prompt
+
+    count = estimate_tokens
+    if tokenizer is not None:
+        from specmeter.engine.loader import ModelLoadError, load_tokenizer
+
+        try:
+            tok = load_tokenizer(tokenizer)
+        except ModelLoadError as e:
+            fail(f"--tokenizer: {e}")
+
+        def count(prompt: Any) -> int:
+            return len(render_prompt(prompt, tok))
+
+    try:
+        return assign_prompts(load_trace(path), prompts, count, where=str(path))
+    except TraceError as e:
+        fail(str(e))
+
+
 def _extra_body(value: str | None) -> dict[str, Any]:
     if value is None:
         return {}
@@ -57,7 +93,19 @@ def load(
         None, "--concurrency", help="Fixed concurrency, or a sweep: 1,4,16."
     ),
     rate: str | None = typer.Option(None, "--rate", help="Fixed request rate (req/s), or a sweep: 0.5,1,2."),
-    arrival: str = typer.Option("poisson", help="Arrivals in --rate mode: poisson or constant."),
+    arrival: str = typer.Option("poisson", help="Arrivals in --rate mode: poisson, constant or gamma."),
+    burstiness: float | None = typer.Option(
+        None, "--burstiness", help="--arrival gamma: B = 1 is Poisson, B < 1 bursty, B > 1 even (vLLM's)."
+    ),
+    trace: Path | None = typer.Option(
+        None,
+        "--trace",
+        help="Replay a trace's arrival times and lengths (JSONL: t, input/output_tokens; or Mooncake's).",
+    ),
+    trace_speed: float = typer.Option(1.0, "--trace-speed", help="--trace: replay this many times faster."),
+    tokenizer: Path | None = typer.Option(
+        None, "--tokenizer", help="--trace: count golden-set prompt tokens with this model's tokenizer."
+    ),
     limit: int | None = typer.Option(
         None, help="Requests per level and endpoint (default: one pass over prompts)."
     ),
@@ -66,7 +114,9 @@ def load(
     max_tokens: int = typer.Option(
         128, "--max-tokens", help="Output tokens per request (unless the prompt says)."
     ),
-    temperature: float = typer.Option(0.0, help="Sampling temperature sent with every request."),
+    temperature: str = typer.Option(
+        "0", help="Sampling temperature sent with every request, or several (0,0.7): request i uses the i-th."
+    ),
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling sent with every request."),
     seed: int = typer.Option(0, help="Request i is sent with seed + i; Poisson arrivals use it too."),
     api: str = typer.Option("auto", help="auto (chat prompts → chat API), completions or chat."),
@@ -110,10 +160,21 @@ def load(
     from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
     from specmeter.workloads import WorkloadError, load_workload
 
-    if concurrency is not None and rate is not None:
-        fail("--concurrency and --rate are two different modes; give one of them")
-    if arrival not in ("poisson", "constant"):
-        fail(f"--arrival: {arrival!r} is not one of poisson, constant")
+    if (concurrency is not None) + (rate is not None) + (trace is not None) > 1:
+        fail("--concurrency, --rate and --trace are different modes; give one of them")
+    if arrival not in ("poisson", "constant", "gamma"):
+        fail(f"--arrival: {arrival!r} is not one of poisson, constant, gamma")
+    if burstiness is not None and arrival != "gamma":
+        fail("--burstiness applies to --arrival gamma")
+    if burstiness is not None and not burstiness > 0:
+        fail(f"--burstiness must be > 0, got {burstiness:g}")
+    if trace is None and (tokenizer is not None or trace_speed != 1.0):
+        fail("--tokenizer and --trace-speed apply to --trace")
+    if not trace_speed > 0:
+        fail(f"--trace-speed must be > 0, got {trace_speed:g}")
+    if trace is not None and duration is not None:
+        fail("--trace sets the level's length; --duration does not apply")
+    temperatures = _temperatures(temperature)
     if api not in ("auto", "completions", "chat"):
         fail(f"--api: {api!r} is not one of auto, completions, chat")
     if server not in SERVER_CHOICES:
@@ -132,8 +193,6 @@ def load(
         fail("--limit and --duration both bound a level; give one of them")
     if warmup < 0:
         fail(f"--warmup must be >= 0, got {warmup}")
-    if not temperature >= 0.0:
-        fail(f"--temperature must be >= 0, got {temperature:g}")
     if not 0.0 < top_p <= 1.0:
         fail(f"--top-p must be in (0, 1], got {top_p:g}")
     for name, url in (("--endpoint", endpoint), ("--baseline", baseline)):
@@ -143,7 +202,11 @@ def load(
         workload = load_workload(prompts)
     except WorkloadError as e:
         fail(str(e))
-    if rate is not None:
+    entries = None
+    if trace is not None:
+        entries = _trace(trace, workload.prompts, tokenizer)
+        phases = [Phase(trace=True)]
+    elif rate is not None:
         phases = [Phase(rate=r) for r in _rates(rate)]
     else:
         phases = [Phase(concurrency=c) for c in parse_int_list(concurrency or "1", "--concurrency")]
@@ -154,11 +217,15 @@ def load(
         baseline=baseline,
         phases=phases,
         arrival=cast(Any, arrival),
+        burstiness=burstiness or 1.0,
+        trace=entries,
+        trace_speed=trace_speed,
+        temperatures=temperatures if len(temperatures) > 1 else (),
         limit=limit,
         duration=duration,
         warmup=warmup,
         max_tokens=max_tokens,
-        temperature=temperature,
+        temperature=temperatures[0],
         top_p=top_p,
         seed=seed,
         api=cast(Any, api),
@@ -182,11 +249,14 @@ def load(
         "concurrency": [p.concurrency for p in phases if p.concurrency is not None] or None,
         "rate": [p.rate for p in phases if p.rate is not None] or None,
         "arrival": arrival if rate else None,
+        "burstiness": burstiness if rate and arrival == "gamma" else None,
+        "trace": str(trace) if trace is not None else None,
+        "trace_speed": trace_speed if trace is not None else None,
         "limit": limit,
         "duration": duration,
         "warmup": warmup,
         "max_tokens": max_tokens,
-        "temperature": temperature,
+        "temperature": temperatures[0] if len(temperatures) == 1 else temperatures,
         "top_p": top_p,
         "seed": seed,
         "api": api,

@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["QUANTILES", "bucket_shares", "compare_lengths", "ks_distance", "length_quantiles"]
+__all__ = [
+    "QUANTILES",
+    "bucket_shares",
+    "compare_lengths",
+    "ks_distance",
+    "length_bucket",
+    "length_quantiles",
+]
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 
@@ -29,7 +36,7 @@ def length_quantiles(lengths: Sequence[int]) -> dict[str, float] | None:
     return out
 
 
-def _bucket(n: int) -> int:
+def length_bucket(n: int) -> int:
     """Upper bound of n's power-of-two bucket: 0–16 → 16, 17–32 → 32, …"""
     bound = 16
     while n > bound:
@@ -40,7 +47,7 @@ def _bucket(n: int) -> int:
 def bucket_shares(lengths: Sequence[int], bounds: Sequence[int]) -> list[float]:
     counts = dict.fromkeys(bounds, 0)
     for n in lengths:
-        counts[_bucket(n)] += 1
+        counts[length_bucket(n)] += 1
     total = len(lengths) or 1
     return [counts[b] / total for b in bounds]
 
@@ -56,7 +63,7 @@ def ks_distance(a: Sequence[int], b: Sequence[int]) -> float | None:
 
 
 def compare_lengths(source: Sequence[int], sample: Sequence[int], unit: str) -> dict[str, Any]:
-    bounds = sorted({_bucket(n) for n in [*source, *sample]})
+    bounds = sorted({length_bucket(n) for n in [*source, *sample]})
     return {
         "unit": unit,
         "source": {"count": len(source), "quantiles": length_quantiles(source)},

@@ -74,9 +74,8 @@ class RequestOutcome:
     first_payload: Mapping[str, Any] | None = None  # the first chunk that carried tokens
     raw_finish_reason: str | None = None
     exact_steps: bool = False  # the record's steps were rebuilt exactly from the server's per-request report
-    text: str = (
-        ""  # the answer's content as streamed (reasoning excluded): a conversation's next turn holds it
-    )
+    text: str = ""  # the answer's streamed content (no reasoning): a conversation's next turn holds it
+    temperature: float | None = None  # as sent: load results are broken down by it
 
     @property
     def ok(self) -> bool:
@@ -256,7 +255,12 @@ class _Stream:
             raw_finish_reason=self.finish,
             exact_steps=steps is not None,
             text="".join(self.content),
+            temperature=_temperature(request.payload.get("temperature")),
         )
+
+
+def _temperature(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 async def _drain(body: AsyncIterator[bytes]) -> None:

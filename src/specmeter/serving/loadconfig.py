@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from specmeter.monitoring.adapters import ServerKind
+from specmeter.serving.trace import TraceEntry
 from specmeter.workloads.loader import Prompt
 
 __all__ = ["Arrival", "Endpoint", "LoadConfig", "LoadError", "Phase", "Role"]
 
 Role = Literal["speculative", "baseline"]
-Arrival = Literal["poisson", "constant"]
+Arrival = Literal["poisson", "constant", "gamma"]
 
 
 class LoadError(RuntimeError):
@@ -49,9 +50,12 @@ class Phase:
 
     concurrency: int | None = None
     rate: float | None = None
+    trace: bool = False  # open loop at the trace's own times (LoadConfig.trace)
 
     @property
     def label(self) -> str:
+        if self.trace:
+            return "trace"
         return f"c={self.concurrency}" if self.concurrency is not None else f"rate={self.rate:g}/s"
 
 
@@ -62,6 +66,10 @@ class LoadConfig:
     baseline: str | None = None
     phases: Sequence[Phase] = (Phase(concurrency=1),)
     arrival: Arrival = "poisson"
+    burstiness: float = 1.0  # gamma arrivals: shape B (1 = Poisson, < 1 bursty)
+    trace: Sequence[TraceEntry] | None = None  # --trace: arrival times, lengths, prompts (serving.trace)
+    trace_speed: float = 1.0  # replay the trace this many times faster
+    temperatures: Sequence[float] = ()  # several: request i uses temperatures[i % n] (else `temperature`)
     limit: int | None = None  # requests per phase and endpoint (default: one pass over the prompts)
     duration: float | None = None  # seconds per phase and endpoint, instead of a request count
     warmup: int = 2
@@ -82,6 +90,14 @@ class LoadConfig:
     stall_timeout: float = 60.0
     request_timeout: float | None = None
     blocks: int | None = None  # alternation blocks per phase; None = automatic
+
+    def temperature_of(self, index: int) -> float:
+        """Request ``index``'s temperature: the trace line's, else --temperature's (cycling over a list)."""
+        if self.trace is not None:
+            t = self.trace[index % len(self.trace)].temperature
+            if t is not None:
+                return t
+        return self.temperatures[index % len(self.temperatures)] if self.temperatures else self.temperature
 
     @property
     def headers(self) -> dict[str, str] | None:

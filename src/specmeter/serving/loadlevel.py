@@ -28,7 +28,8 @@ from specmeter.serving.client import RequestOutcome
 from specmeter.serving.loadconfig import Endpoint, LoadConfig, Phase, Role
 from specmeter.serving.loadloop import OPEN_LOOP_SLOTS, Streams, closed_loop, open_loop
 from specmeter.serving.loadreadings import ServerReadings, read
-from specmeter.serving.loadrequests import build_request
+from specmeter.serving.loadrequests import build_request, prompt_of
+from specmeter.serving.trace import trace_gaps
 
 __all__ = ["LevelRunner", "OnRequest", "PhaseResult", "RoleResult", "new_phase"]
 
@@ -68,7 +69,6 @@ class LevelRunner:
         self.streams = Streams(
             headers=config.headers, stall_timeout=config.stall_timeout, request_timeout=config.request_timeout
         )
-        self._rng = random.Random(config.seed)  # open-loop arrivals, one sequence over the whole run
 
     async def aclose(self) -> None:
         await self.streams.aclose()
@@ -90,8 +90,14 @@ class LevelRunner:
         deadline: float | None,
         into: RoleResult,
         on_request: OnRequest | None = None,
+        schedule: int = 0,
     ) -> None:
-        """Send ``work`` to ``ep`` at the level's load, reading the server's counters before and after."""
+        """Send ``work`` to ``ep`` at the level's load, reading the server's counters before and after.
+
+        Open-loop arrivals are drawn from a generator seeded by (seed, level, ``schedule``): the blocks of
+        both endpoints with the same ``schedule`` get the same gaps, so the speculative and the baseline
+        endpoint see the same arrival pattern (a trace: the same times), and pairs stay paired.
+        """
 
         def done(outcome: RequestOutcome) -> None:
             into.outcomes.append(outcome)
@@ -101,7 +107,7 @@ class LevelRunner:
         async def send(index: int, slot: int) -> RequestOutcome:
             # A conversation is one unit of work: its turns go one after another on the same slot, each
             # with the server's own earlier answers (as a chat client would); every turn is a request.
-            turns = self.cfg.prompts[index % len(self.cfg.prompts)].turns
+            turns = prompt_of(self.cfg, index).turns
             answers: list[str] = []
             while True:
                 outcome = await self.streams.send(build_request(self.cfg, ep, index, answers), slot)
@@ -113,8 +119,13 @@ class LevelRunner:
         before = await read(self.client, ep, into.readings)
         t0 = perf_counter()
         try:
-            if phase.rate is not None:
-                gaps = arrival_gaps(phase.rate, self.cfg.arrival, self._rng)
+            if phase.trace and self.cfg.trace is not None:
+                indices = list(work)
+                gaps = iter(trace_gaps(self.cfg.trace, indices, self.cfg.trace_speed))
+                await open_loop(send, iter(indices), gaps, deadline, done)
+            elif phase.rate is not None:
+                rng = random.Random(f"{self.cfg.seed}:{phase.label}:{schedule}")
+                gaps = arrival_gaps(phase.rate, self.cfg.arrival, rng, self.cfg.burstiness)
                 await open_loop(send, work, gaps, deadline, done)
             else:
                 await closed_loop(send, work, phase.concurrency or 1, deadline, done)
@@ -131,7 +142,9 @@ class LevelRunner:
 
     def _level_size(self) -> int | None:
         """Requests per level and endpoint; None when the level is bounded by ``--duration``."""
-        return None if self.cfg.duration is not None else (self.cfg.limit or len(self.cfg.prompts))
+        if self.cfg.duration is not None:
+            return None
+        return self.cfg.limit or len(self.cfg.trace if self.cfg.trace is not None else self.cfg.prompts)
 
     async def run_level(self, phase: Phase, ep: Endpoint, on_request: OnRequest | None = None) -> RoleResult:
         """One level against one endpoint, in one block: its records and the server's readings."""
@@ -166,7 +179,13 @@ class LevelRunner:
             for ep in order:
                 work, deadline = self._work(total, b, blocks)
                 await self.block(
-                    phase, ep, work or cursors[ep.role], deadline, result.roles[ep.role], on_request
+                    phase,
+                    ep,
+                    work or cursors[ep.role],
+                    deadline,
+                    result.roles[ep.role],
+                    on_request,
+                    schedule=b,
                 )
 
 

@@ -14,9 +14,10 @@ from typing import Any
 
 from specmeter.serving.client import StreamRequest
 from specmeter.serving.loadconfig import Endpoint, LoadConfig
+from specmeter.workloads.loader import Prompt
 from specmeter.workloads.render import plain_chat_text, turn_id, turn_messages
 
-__all__ = ["build_request"]
+__all__ = ["build_request", "prompt_of"]
 
 # Which request fields make each server kind report tokens per chunk (see serving.client).
 _EXTRAS: dict[str, dict[str, Any]] = {
@@ -26,10 +27,18 @@ _EXTRAS: dict[str, dict[str, Any]] = {
 }
 
 
+def prompt_of(cfg: LoadConfig, index: int) -> Prompt:
+    """The golden-set prompt request ``index`` sends: the trace line's, else ``index mod len(prompts)``."""
+    if cfg.trace is not None:
+        return cfg.prompts[cfg.trace[index % len(cfg.trace)].prompt_index]
+    return cfg.prompts[index % len(cfg.prompts)]
+
+
 def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[str] = ()) -> StreamRequest:
     """Request ``index`` of a level against ``ep``; for turn t of a conversation, ``answers`` holds the
     server's own answers to turns 0..t−1 (``workloads.turn_messages``: a chat client's history)."""
-    prompt = cfg.prompts[index % len(cfg.prompts)]
+    entry = cfg.trace[index % len(cfg.trace)] if cfg.trace is not None else None
+    prompt = prompt_of(cfg, index)
     turn = len(answers)
     if turn:
         prompt = dataclasses.replace(prompt, messages=turn_messages(prompt, answers), followups=())
@@ -43,8 +52,10 @@ def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[s
     else:
         payload["prompt"] = prompt.text if prompt.text is not None else plain_chat_text(prompt.messages or ())
     payload.update(
-        max_tokens=prompt.max_tokens or cfg.max_tokens,
-        temperature=cfg.temperature,
+        max_tokens=(entry.output_tokens if entry is not None else None)
+        or prompt.max_tokens
+        or cfg.max_tokens,
+        temperature=cfg.temperature_of(index),
         top_p=cfg.top_p,
         seed=cfg.seed + index + 7919 * turn,
         stream=True,

@@ -16,16 +16,19 @@ cost ratio, model-based speedups) do not apply to a remote endpoint and are null
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from specmeter.goldenset.lengths import length_bucket
 from specmeter.metrics import danger_zone, summarize, summarize_by_category
 from specmeter.metrics.records import ModelInfo, RunRecord
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.monitoring.adapters import unavailable_metrics
 from specmeter.report.files import ResultFile
+from specmeter.serving.client import RequestOutcome
 from specmeter.serving.loadlevel import PhaseResult, RoleResult
 
 __all__ = ["LoadResultFile", "level_entry", "remote_model"]
@@ -174,24 +177,76 @@ def level_entry(
     spec_run = _run(spec_role, True, k_used, temperature, top_p)
     base_run = _run(base_role, False, 0, temperature, top_p) if base_role is not None else None
     summary = summarize(spec_run, base_run)
-    by_category = summarize_by_category(spec_run, base_run)
     if _exact(spec_role):
         # Per-request steps are known exactly: summarize() computed every acceptance figure, with
         # bootstrap intervals over requests and per category, as bench does.
         server["used"] = "per_request_steps"
-        for part in (summary, *by_category.values()):
+        _apply_server(summary, None)
+    else:
+        _apply_server(summary, acceptance)
+    by_category = _grouped(
+        spec_role, base_role, lambda o: o.record.category, k_used, temperature, top_p, ordered=False
+    )
+    entry = _entry(result, label, k_used, summary, by_category, base_role, base_run, spec_role, server)
+    # Acceptance depends on the input length and the temperature as well as on the category (the field
+    # report; vLLM's docs), so the level is broken down by both too.
+    entry["by_input_length"] = _grouped(spec_role, base_role, input_bucket, k_used, temperature, top_p)
+    entry["by_temperature"] = _grouped(spec_role, base_role, temperature_group, k_used, temperature, top_p)
+    return entry
+
+
+def input_bucket(o: RequestOutcome) -> str:
+    """The power-of-two bucket of the prompt tokens the server reported: ``≤256`` holds 129–256."""
+    n = o.record.prompt_tokens
+    return f"≤{length_bucket(n)}" if n > 0 else "unknown"
+
+
+def temperature_group(o: RequestOutcome) -> str:
+    return "unknown" if o.temperature is None else f"T={o.temperature:g}"
+
+
+def _relabel(role: RoleResult, key: Callable[[RequestOutcome], str]) -> RoleResult:
+    outcomes = [replace(o, record=replace(o.record, category=key(o))) for o in role.outcomes]
+    return RoleResult(role.endpoint, outcomes, role.wall_s, role.readings)
+
+
+def _order(label: str) -> tuple[float, str]:
+    digits = "".join(c for c in label if c.isdigit() or c == ".")
+    try:
+        return (float(digits), label)
+    except ValueError:
+        return (math.inf, label)
+
+
+def _grouped(
+    spec_role: RoleResult,
+    base_role: RoleResult | None,
+    key: Callable[[RequestOutcome], str],
+    k_used: int,
+    temperature: float,
+    top_p: float,
+    *,
+    ordered: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """Summaries per group of requests (``key`` of each outcome), each with its baseline's E_meas.
+
+    Counters cannot be split by group; per-request reports can (the field report's per-domain α), so
+    without exact steps each group's acceptance comes from its own requests' reports.
+    """
+    spec = _relabel(spec_role, key)
+    spec_run = _run(spec, True, k_used, temperature, top_p)
+    base_run = _run(_relabel(base_role, key), False, 0, temperature, top_p) if base_role is not None else None
+    groups = summarize_by_category(spec_run, base_run)
+    exact = _exact(spec_role)
+    for group, part in groups.items():
+        if exact:
             _apply_server(part, None)
-        return _entry(result, label, k_used, summary, by_category, base_role, base_run, spec_role, server)
-    _apply_server(summary, acceptance)
-    for category, part in by_category.items():
-        # Counters cannot be split by category; per-request reports can (the field report's per-domain α).
+            continue
         reports = (
-            o.server_spec
-            for o in spec_role.outcomes
-            if o.ok and o.record.category == category and o.server_spec
+            o.server_spec for o in spec.outcomes if o.ok and o.record.category == group and o.server_spec
         )
         _apply_server(part, acceptance_from_requests(reports, k=k_used or None))
-    return _entry(result, label, k_used, summary, by_category, base_role, base_run, spec_role, server)
+    return {g: groups[g] for g in sorted(groups, key=_order)} if ordered else groups
 
 
 def _entry(
@@ -217,6 +272,7 @@ def _entry(
         "k": k_used,
         "concurrency": result.phase.concurrency,
         "rate": result.phase.rate,
+        "trace": result.phase.trace,
         "endpoint": spec_role.endpoint.url,
         "complete": result.complete,
         "summary": summary,

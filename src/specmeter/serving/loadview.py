@@ -35,6 +35,8 @@ def _level(entry: Mapping[str, Any]) -> str:
         return f"c={entry['concurrency']}"
     if entry.get("rate") is not None:
         return f"{entry['rate']:g} req/s"
+    if entry.get("trace"):
+        return "trace"
     return DASH
 
 
@@ -89,6 +91,25 @@ def _row(
         fmt_num(_get(summary, "acceptance_length")) if speculative else DASH,
         e_meas,
     )
+
+
+def _render_groups(entry: Mapping[str, Any], key: str, title: str, console: Console) -> None:
+    """A level broken down by input length or temperature, when it holds more than one group."""
+    groups = entry.get(key) or {}
+    if len(groups) < 2:
+        return
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for h in ("group", "requests", "α", "τ", "E_meas"):
+        table.add_column(h, justify="left" if h == "group" else "right", no_wrap=True)
+    for group, summary in groups.items():
+        table.add_row(
+            group,
+            str(_get(summary, "requests") or DASH),
+            with_ci(fmt_num(_get(summary, "acceptance_rate"), 3), _get(summary, "acceptance_rate_ci")),
+            fmt_num(_get(summary, "acceptance_length")),
+            with_ci(fmt_speedup(_get(summary, "speedup_measured")), _get(summary, "speedup_measured_ci")),
+        )
+    console.print(table)
 
 
 def render_load(result: Mapping[str, Any], console: Console) -> None:
@@ -163,6 +184,12 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
         if errors:
             notes.append(f"{level}: errors " + ", ".join(f"{k} ×{v}" for k, v in errors.items()))
     console.print(table)
+    for entry in result.get("candidates") or []:
+        for key, title in (
+            ("by_input_length", "input length (prompt tokens)"),
+            ("by_temperature", "temperature"),
+        ):
+            _render_groups(entry, key, f"{_level(entry)} by {title}", console)
     from_metrics = [
         c for c in result.get("candidates") or [] if _get(c, "server", "used") in ("metrics", None)
     ]
