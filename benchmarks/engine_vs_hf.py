@@ -27,12 +27,13 @@ import torch
 
 from specmeter.engine.base import synchronize
 from specmeter.engine.costs import measure_cost_curve
-from specmeter.engine.loader import LoadedModel, ModelLoadError, load_model
+from specmeter.engine.loader import LoadedModel, load_model
 from specmeter.engine.runner import PreparedPrompt as Prompt
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
 from specmeter.metrics import speedup_calibrated, summarize
 from specmeter.metrics.records import CostCurve, RequestRecord, RunRecord
+from specmeter.modeldir import ModelDirError
 from specmeter.workloads import WorkloadError, bundled_prompts, load_workload, render_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -412,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = load_model(target_dir, dtype="float32", device=args.device, implementation="native")
         draft = load_model(draft_dir, dtype="float32", device=args.device, implementation="native")
         prompts = load_prompts(prompts_path, target.tokenizer, args.limit, args.max_tokens)
-    except (ModelLoadError, WorkloadError) as e:
+    except (ModelDirError, WorkloadError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     hf_target, hf_draft = load_hf(target_dir, device), load_hf(draft_dir, device)

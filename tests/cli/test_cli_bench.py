@@ -38,6 +38,7 @@ CSV_COLUMNS = [
     "steps",
     "finish_reason",
     "matches_baseline",
+    "error",
 ]
 LOG_FIELDS = {
     "run",
@@ -52,6 +53,7 @@ LOG_FIELDS = {
     "steps",
     "ttft_ms",
     "matches_baseline",
+    "error",
 }
 SUMMARY_KEYS = {
     "requests",

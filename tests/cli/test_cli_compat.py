@@ -66,7 +66,7 @@ def test_unreadable_config_cannot_be_checked(tiny, tmp_path: Path) -> None:
     (draft / "config.json").write_text('{"model_type": "llama",')
     result = _compat(tiny.target, draft)
     assert result.exit_code == 3
-    assert "config.json: unreadable JSON" in result.stderr
+    assert "config.json: unreadable config" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from specmeter.engine.loader import ModelLoadError, load_model
+from specmeter.engine.loader import load_model
+from specmeter.modeldir import ModelDirError
 
 PROMPT = "This Agreement shall be governed by the laws of"
 
@@ -88,7 +89,7 @@ def test_cache_capacity_is_enforced(tiny) -> None:
 def test_load_errors_are_one_line(tmp_path: Path, setup, message: str) -> None:
     path = tmp_path / "model"
     setup(path)
-    with pytest.raises(ModelLoadError, match=message) as err:
+    with pytest.raises(ModelDirError, match=message) as err:
         load_model(path)
     assert "\n" not in str(err.value)
 
@@ -100,5 +101,5 @@ def test_missing_tokenizer(tiny, tmp_path: Path) -> None:
     shutil.copytree(tiny.target, dst)
     for f in dst.glob("tokenizer*"):
         f.unlink()
-    with pytest.raises(ModelLoadError, match="no tokenizer"):
+    with pytest.raises(ModelDirError, match="no tokenizer"):
         load_model(dst)

@@ -20,7 +20,6 @@ from specmeter.report.files import (
     LOG_FIELDS,
     RequestSink,
     ResultFile,
-    _tpot_s,
     environment_info,
     model_info_dict,
     request_row,
@@ -119,6 +118,42 @@ def test_add_candidate_replaces_same_draft_and_k(tmp_path: Path) -> None:
     assert [(c["k"], c["summary"]["requests"]) for c in data["candidates"]] == [(4, 2), (2, 1)]
 
 
+def test_add_candidate_with_another_key_and_extra_fields(tmp_path: Path) -> None:
+    # load's levels: keyed by (concurrency, rate), with their own fields next to the shared ones.
+    rf = ResultFile(tmp_path / "r.json", kind="load", config=CONFIG)
+    key = ("concurrency", "rate")
+    rf.add_candidate("srv", 4, summary(requests=1), key=key, concurrency=1, rate=None, complete=False)
+    rf.add_candidate("srv", 4, summary(requests=3), key=key, concurrency=4, rate=None, complete=True)
+    rf.add_candidate("srv", 4, summary(requests=2), key=key, concurrency=1, rate=None, complete=True)
+    data = load(tmp_path / "r.json")
+    assert [(c["concurrency"], c["summary"]["requests"], c["complete"]) for c in data["candidates"]] == [
+        (1, 2, True),
+        (4, 3, True),
+    ]
+    assert set(data["candidates"][0]) == {
+        "draft",
+        "k",
+        "summary",
+        "by_category",
+        "concurrency",
+        "rate",
+        "complete",
+    }
+    with pytest.raises(ValueError, match="not in the entry"):
+        rf.add_candidate("srv", 4, summary(), key=("concurrency", "rate"), concurrency=2)
+
+
+def test_sections_beside_the_shared_keys(tmp_path: Path) -> None:
+    rf = ResultFile(tmp_path / "r.json", kind="tune", config=CONFIG)
+    rf.set_section("tune", {"best": 3})
+    rf.set_section("vllm", {"version": "0.32"})
+    assert load(tmp_path / "r.json")["tune"] == {"best": 3} and load(tmp_path / "r.json")["vllm"]["version"]
+    rf.set_section("vllm", None)
+    assert "vllm" not in load(tmp_path / "r.json")
+    with pytest.raises(ValueError, match="shared key"):
+        rf.set_section("candidates", {})
+
+
 def test_non_finite_floats_become_null(tmp_path: Path) -> None:
     rf = ResultFile(tmp_path / "r.json", kind="bench", config=CONFIG)
     rf.add_candidate("a", 4, summary(speedup_seed=math.inf, jitter=math.nan))
@@ -192,13 +227,14 @@ def test_model_info_dict() -> None:
 # ------------------------------------------------------------------------------------- per request
 
 
-def test_tpot_helper() -> None:
-    e = (Emission(0.1, 1), Emission(0.3, 2), Emission(0.5, 2))
-    assert _tpot_s(e, 5) == pytest.approx(0.1)
-    assert _tpot_s(e, 1) is None
-    assert _tpot_s(e, 0) is None
-    assert _tpot_s((), 5) is None
-    assert _tpot_s((Emission(0.2, 3),), 3) == 0.0  # all tokens in one chunk
+def test_row_tpot_is_the_metrics_definition() -> None:
+    # metrics.latency.tpot: token count (not chunks), zero-token chunks ignored, latency − TTFT without times.
+    e = (Emission(0.1, 1), Emission(0.3, 2), Emission(0.5, 2), Emission(0.9, 0))
+    assert request_row("a", "a", 4, record(emissions=e))["tpot_ms"] == pytest.approx(100.0)
+    assert request_row("a", "a", 4, record(emissions=(Emission(0.2, 3),), output_tokens=3))["tpot_ms"] == 0.0
+    no_times = record(emissions=(), output_tokens=5, latency_s=1.05, ttft_s=0.05)
+    assert request_row("a", "a", 4, no_times)["tpot_ms"] == pytest.approx(250.0)
+    assert request_row("a", "a", 4, record(output_tokens=0))["tpot_ms"] is None
 
 
 def test_request_row_values() -> None:
@@ -210,6 +246,19 @@ def test_request_row_values() -> None:
     assert row["accepted_tokens"] == 3 and row["drafted_tokens"] == 4
     assert row["steps"] == 1  # only verification steps count, as in the summaries
     assert request_row("baseline", None, 4, record(output_tokens=1))["tpot_ms"] is None
+    assert row["error"] is None
+
+
+def test_a_failed_request_says_why_in_csv_and_jsonl(tmp_path: Path) -> None:
+    failed = record("r9", finish_reason="interrupted", error="HTTP 500: engine crashed, see «log»")
+    with RequestSink(tmp_path / "r.csv", tmp_path / "r.jsonl") as sink:
+        sink.write("a@k=4", "a", 4, failed)
+        sink.write("a@k=4", "a", 4, record("r1"))
+    with (tmp_path / "r.csv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["error"] for r in rows] == ["HTTP 500: engine crashed, see «log»", ""]
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [line["error"] for line in lines] == ["HTTP 500: engine crashed, see «log»", None]
 
 
 def test_sink_csv_and_jsonl(tmp_path: Path) -> None:

@@ -119,6 +119,20 @@ def test_with_records_the_gap_ecdf_and_a_stalling_timeline_appear(result: dict[s
     assert "Request general-1" in chosen
 
 
+def test_failed_requests_are_listed_with_their_reason(result: dict[str, Any]) -> None:
+    assert "Failed requests" not in render_report(result, records=records())
+    recs = records()
+    cut = recs["draft-a@k=4"][1]
+    recs["draft-a@k=4"][1] = RequestRecord(
+        cut.id, cut.category, cut.prompt_tokens, cut.output_tokens, cut.latency_s, cut.ttft_s, cut.prefill_s,
+        emissions=cut.emissions, finish_reason="interrupted", error="stalled: no data for 60s <b>",
+    )  # fmt: skip
+    text = render_report(result, records=recs)
+    assert "<h2>Failed requests</h2>" in text and "1 requests failed or were cut short." in text
+    assert "<td>draft-a@k=4</td><td>legal-7</td><td>legal</td><td>interrupted</td>" in text
+    assert "stalled: no data for 60s &lt;b&gt;" in text
+
+
 def test_user_text_is_escaped_everywhere(result: dict[str, Any]) -> None:
     evil = copy.deepcopy(result)
     evil["run"]["config"]["target"] = EVIL

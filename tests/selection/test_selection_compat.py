@@ -10,8 +10,8 @@ import pytest
 from selection_builders import params, permuted, train_tokenizer, write_model
 from tokenizers import Tokenizer, normalizers
 
+from specmeter.modeldir import ModelDirError, inspect_model, read_weights
 from specmeter.selection.compat import check_compat
-from specmeter.selection.hfdir import InspectError, inspect_model, read_weights
 from specmeter.selection.tokens import check_tokenization, compare_vocab
 from specmeter.workloads import load_workload
 
@@ -156,21 +156,21 @@ def test_compare_vocab_counts() -> None:
 
 
 def test_inspect_errors_name_the_file(tmp_path: Path, tok: Tokenizer) -> None:
-    with pytest.raises(InspectError, match="no such directory"):
+    with pytest.raises(ModelDirError, match="no such directory"):
         inspect_model(tmp_path / "missing")
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(InspectError, match=r"config\.json: missing"):
+    with pytest.raises(ModelDirError, match=r"config\.json: missing"):
         inspect_model(empty)
     (empty / "config.json").write_text("{not json")
-    with pytest.raises(InspectError, match=r"config.json: unreadable JSON \(.* line 1 column 2\)"):
+    with pytest.raises(ModelDirError, match=r"config.json: unreadable config \(.* line 1 column 2\)"):
         inspect_model(empty)
     (empty / "config.json").write_text("{}")
-    with pytest.raises(InspectError, match="no tokenizer"):
+    with pytest.raises(ModelDirError, match="no tokenizer"):
         inspect_model(empty)
     model = write_model(tmp_path / "m", tok)
     (model / "model.safetensors").write_bytes(b"\xff" * 8 + b"{}")
-    with pytest.raises(InspectError, match="unreadable safetensors header"):
+    with pytest.raises(ModelDirError, match="unreadable safetensors header"):
         read_weights(model)
     (model / "model.safetensors").unlink()
     assert read_weights(model) is None

@@ -157,6 +157,10 @@ def test_http_errors_are_counted_not_fatal(fake: tuple[Behaviour, str], tmp_path
     assert level["load"]["failed"] == 3 and level["load"]["errors"] == {"HTTP 429": 3}
     assert level["load"]["failures"][0]["status"] == 429
     assert level["summary"]["requests"] == 0
+    # The per-request rows say so too, not only the load section.
+    with open(tmp_path / "r.csv", newline="") as fh:
+        errors = [row["error"] for row in csv.DictReader(fh) if row["run"].startswith("speculative")]
+    assert len(errors) == 3 and all(e.startswith("HTTP 429") for e in errors)
 
 
 def test_unreachable_endpoint_stops_before_measuring() -> None:

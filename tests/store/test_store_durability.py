@@ -69,6 +69,29 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path: Path) -> Non
         assert store.run_info(1).requests == len(rows)
 
 
+def test_a_version_2_store_gains_the_error_column_and_records_failures(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    path = tmp_path / "v2.sqlite"
+    rows = make_rows(5, n=2)
+    with RunStore(path) as store:
+        run_id = store.begin_run(make_result(rows))
+        store.add_requests(run_id, rows)  # type: ignore[arg-type]
+    # Back to version 2's layout: the same tables without requests.error.
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE requests DROP COLUMN error")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with RunStore(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        assert [r.record.error for r in store.requests(run_id)] == [None] * len(rows)
+        slot, draft, k, rec = rows[0]
+        cut = replace(rec, finish_reason="interrupted", error="stalled: no data for 60s")  # type: ignore[type-var]
+        store.add_request(run_id, slot, draft, k, cut)
+        assert store.requests(run_id)[-1].record == cut
+
+
 _WRITER = textwrap.dedent(
     """
     import sys

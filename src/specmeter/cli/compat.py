@@ -33,17 +33,17 @@ def compat(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No tables; the exit code says it all."),
 ) -> None:
     """Can DRAFT serve TARGET? Exit 0 compatible, 1 usable with caveats, 2 incompatible, 3 cannot check."""
+    from specmeter.modeldir import ModelDirError, inspect_model
     from specmeter.report.files import write_json_atomic
     from specmeter.selection.compat import check_compat
     from specmeter.selection.console_compat import render_compat
-    from specmeter.selection.hfdir import InspectError, inspect_model
     from specmeter.selection.tokens import check_tokenization
     from specmeter.workloads import WorkloadError, load_workload
 
     try:
         t = inspect_model(target)
         d = inspect_model(draft)
-    except InspectError as e:
+    except ModelDirError as e:
         fail(str(e), EXIT_CANNOT_CHECK)
     tokenization = None
     if prompts is not None:

@@ -34,8 +34,8 @@ SEED_ROI = {
 
 
 def _compat(target: Path, drafts: list[Path]) -> list[dict[str, Any]]:
+    from specmeter.modeldir import inspect_model
     from specmeter.selection.compat import check_compat
-    from specmeter.selection.hfdir import inspect_model
 
     t = inspect_model(target)
     return [check_compat(t, inspect_model(d)).to_dict() for d in drafts]

@@ -37,7 +37,8 @@ def distill(
     import torch
 
     from specmeter.cli.train import training_progress
-    from specmeter.engine.loader import ModelLoadError, load_tokenizer, read_config, resolve_device
+    from specmeter.engine.loader import load_tokenizer, read_config, resolve_device
+    from specmeter.modeldir import ModelDirError
     from specmeter.training.data import CorpusError
     from specmeter.training.distill import (
         heldout_alpha,
@@ -63,7 +64,7 @@ def distill(
         if init is not None:
             read_config(init)
         prompts = read_prompts(corpus, seed=seed)
-    except (ModelLoadError, CorpusError) as e:
+    except (ModelDirError, CorpusError) as e:
         fail(str(e))
     if len(prompts) <= heldout:
         fail(f"{corpus}: {len(prompts)} prompts; need more than --heldout {heldout}")

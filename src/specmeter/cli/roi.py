@@ -34,13 +34,14 @@ def parse_amount(text: str, option: str) -> float:
 
 def pick_candidate(result: Mapping[str, Any], wanted: str | None) -> tuple[str, float]:
     """(label, E_meas) of the named candidate (``draft`` or ``draft@k``), else the best measured one."""
+    from specmeter.metrics.records import run_label
     from specmeter.report.fmt import as_float
 
     measured = []
     for c in result.get("candidates") or []:
         e = as_float((c.get("summary") or {}).get("speedup_measured")) if isinstance(c, Mapping) else None
         if e is not None:
-            measured.append((f"{c.get('draft')}@k={c.get('k')}", str(c.get("draft")), e))
+            measured.append((run_label(str(c.get("draft")), int(c.get("k") or 0)), str(c.get("draft")), e))
     if not measured:
         fail("the run has no measured speedup (no baseline or no candidate finished); pass --speedup")
     if wanted is None:

@@ -74,7 +74,7 @@ def serve(
             f"[yellow]warning:[/] binding {host} exposes the server beyond this machine without --api-key"
         )
 
-    from specmeter.engine.loader import ModelLoadError
+    from specmeter.modeldir import ModelDirError
     from specmeter.serving.app import ServeConfig, create_app
     from specmeter.serving.local_engine import LocalEngine
     from specmeter.serving.server import run_foreground
@@ -90,7 +90,7 @@ def serve(
             implementation=implementation,
             trust_remote_code=trust_remote_code,
         )
-    except ModelLoadError as e:
+    except ModelDirError as e:
         fail(str(e))
     config = ServeConfig(
         api_key=api_key,

@@ -26,11 +26,12 @@ def training_progress(total: int, description: str, quiet: bool = False) -> Any:
 
 def load_or_train_tokenizer(tokenizer_dir: Path | None, docs: list[str], vocab_size: int, out: Path) -> Any:
     if tokenizer_dir is not None:
-        from specmeter.engine.loader import ModelLoadError, load_tokenizer
+        from specmeter.engine.loader import load_tokenizer
+        from specmeter.modeldir import ModelDirError
 
         try:
             return load_tokenizer(tokenizer_dir)
-        except ModelLoadError as e:
+        except ModelDirError as e:
             fail(str(e))
     from specmeter.engine.tiny import build_tokenizer
 
@@ -61,7 +62,8 @@ def train(
     quiet: bool = typer.Option(False, "--quiet", "-q"),
 ) -> None:
     """Train a causal LM from a corpus; resumes from the checkpoint in the working directory."""
-    from specmeter.engine.loader import ModelLoadError, resolve_device
+    from specmeter.engine.loader import resolve_device
+    from specmeter.modeldir import ModelDirError
     from specmeter.training.data import CorpusError, parse_filter, read_documents, tokenize_corpus
     from specmeter.training.lm import train_language_model
     from specmeter.training.loop import TrainConfig
@@ -75,7 +77,7 @@ def train(
     try:
         dev = resolve_device(device)
         docs = read_documents(corpus, parse_filter(where))
-    except (CorpusError, ModelLoadError) as e:
+    except (CorpusError, ModelDirError) as e:
         fail(str(e))
     work = work or out.with_name(out.name + ".work")
     tok = load_or_train_tokenizer(tokenizer, docs, vocab_size, work / "tokenizer")

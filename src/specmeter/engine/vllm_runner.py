@@ -27,7 +27,7 @@ from specmeter.engine.vllm_backend import (
     speculative_config,
 )
 from specmeter.metrics.latency import percentiles
-from specmeter.metrics.records import ModelInfo, RequestRecord
+from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord
 
 __all__ = ["ModelHandle", "run_sequential"]
 
@@ -125,7 +125,7 @@ def run_sequential(
     base_out: dict[str, tuple[int, ...]] = {}
     for slot in [None, *range(len(state.candidates))]:
         cand = None if slot is None else state.candidates[slot]
-        label = "baseline" if cand is None else cand.label
+        label = BASELINE if cand is None else cand.label
         spec = None
         if cand is not None:
             draft = None if cand.draft.path is None else str(cand.draft.path)

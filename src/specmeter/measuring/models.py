@@ -35,7 +35,8 @@ def tokenizer_refusal(path: Path, reason: str) -> MeasureError:
 
 def load_models(cfg: MeasureConfig) -> tuple[LoadedModel, list[LoadedModel]]:
     """Target and drafts on the configured device; every problem is a MeasureError naming the directory."""
-    from specmeter.engine.loader import ModelLoadError, load_model, tokenizer_mismatch
+    from specmeter.engine.loader import load_model, tokenizer_mismatch
+    from specmeter.modeldir import ModelDirError
 
     def load(path: Path, name: str) -> LoadedModel:
         try:
@@ -44,7 +45,7 @@ def load_models(cfg: MeasureConfig) -> tuple[LoadedModel, list[LoadedModel]]:
                 implementation=cfg.implementation,  # type: ignore[arg-type]
                 trust_remote_code=cfg.trust_remote_code,
             )  # fmt: skip
-        except ModelLoadError as e:
+        except ModelDirError as e:
             raise MeasureError(str(e)) from None
 
     target = load(cfg.target, cfg.target.name)

@@ -31,32 +31,30 @@ __all__ = ["load_handles", "one_line", "run_vllm"]
 
 def _handle(path: Path, name: str, cfg: MeasureConfig, tokenizer: Any = None) -> ModelHandle:
     """``tokenizer`` given: use it (an EAGLE head ships none and speaks the target's)."""
-    import torch
-
-    from specmeter.engine.loader import (
-        DTYPES,
-        ModelLoadError,
-        eos_ids,
-        load_tokenizer,
-        model_info,
-        read_config,
-    )
+    from specmeter.engine.loader import DTYPES, load_tokenizer
     from specmeter.engine.vllm_runner import ModelHandle
-    from specmeter.selection.hfdir import InspectError, read_weights
+    from specmeter.modeldir import (
+        ModelDirError,
+        ModelShape,
+        eos_ids,
+        model_info,
+        read_model_config,
+        read_weights,
+    )
 
     try:
-        config = read_config(path, cfg.trust_remote_code)
+        config = read_model_config(path)
         if tokenizer is None:
             tokenizer = load_tokenizer(path, cfg.trust_remote_code)
         weights = read_weights(path)
-    except (ModelLoadError, InspectError) as e:
+    except ModelDirError as e:
         raise MeasureError(str(e)) from None
-    stored = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "bfloat16")
-    dtype = DTYPES.get(stored.removeprefix("torch.") if cfg.dtype == "auto" else cfg.dtype, torch.bfloat16)
-    params = weights.params if weights is not None else 0
-    info = model_info(name, path, config, params, dtype, "vllm")
-    positions = getattr(config, "max_position_embeddings", None)
-    return ModelHandle(path, tokenizer, eos_ids(path, config, tokenizer), info, positions)
+    shape = ModelShape.of(config)
+    # What vLLM will hold the weights in: --dtype, else the stored dtype it supports, else bfloat16.
+    stored = shape.dtype if shape.dtype in DTYPES else "bfloat16"
+    dtype = stored if cfg.dtype == "auto" else cfg.dtype
+    info = model_info(name, path, shape, weights.params if weights else 0, dtype, "vllm")
+    return ModelHandle(path, tokenizer, eos_ids(path, config, tokenizer), info, shape.max_positions)
 
 
 def _proposer(method: str) -> ModelHandle:

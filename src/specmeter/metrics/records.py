@@ -73,6 +73,9 @@ class RequestRecord:
     output_ids: tuple[int, ...] = ()
     finish_reason: FinishReason = "length"
     matches_baseline: bool | None = None
+    # Why the request failed or was cut short (connection refused, HTTP 500, stalled, ...); None when it
+    # finished normally. A failed request keeps whatever it produced before the failure.
+    error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Result files: the whole-result JSON, the per-request CSV and the per-request JSONL log.
 
 The layouts are the binding schema of docs/results.md. This module consumes summary dicts (plain
-JSON-able dicts produced by ``specmeter.metrics``) and raw ``RequestRecord``s; it derives nothing but the
-per-request TPOT and unit conversions, so it stays independent of the metrics internals.
+JSON-able dicts produced by ``specmeter.metrics``) and raw ``RequestRecord``s; the only figure it derives
+per request is TPOT, with ``metrics.latency.tpot`` (the definition in docs/metrics.md), plus unit
+conversions.
 
 Everything here is written so that an interrupted run (Ctrl-C) leaves usable files behind: the JSON is
 rewritten atomically after every change with ``complete: false`` until ``finish()``, and the CSV/JSONL
@@ -27,7 +28,8 @@ from types import TracebackType
 from typing import IO, Any
 
 from specmeter import __version__
-from specmeter.metrics.records import Emission, ModelInfo, RequestRecord
+from specmeter.metrics.latency import tpot
+from specmeter.metrics.records import ModelInfo, RequestRecord
 
 SCHEMA_VERSION = 1
 # The keys every result file has; a command's own sections (set_section) go beside them.
@@ -49,6 +51,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "steps",
     "finish_reason",
     "matches_baseline",
+    "error",
 )
 
 LOG_FIELDS: tuple[str, ...] = (
@@ -64,6 +67,7 @@ LOG_FIELDS: tuple[str, ...] = (
     "steps",
     "ttft_ms",
     "matches_baseline",
+    "error",
 )
 
 PathLike = str | os.PathLike[str]
@@ -206,11 +210,23 @@ class ResultFile:
         k: int,
         summary: Mapping[str, Any] | None,
         by_category: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        key: Sequence[str] = ("draft", "k"),
+        **extra: Any,
     ) -> None:
-        """Add a candidate, or replace the one with the same (draft, k) (e.g. a partial summary)."""
-        entry = {"draft": draft, "k": k, "summary": summary, "by_category": dict(by_category or {})}
+        """Add a candidate entry, or replace the one that has the same values in the ``key`` fields.
+
+        The entry is ``{"draft", "k", "summary", "by_category"}`` plus the ``extra`` fields. ``bench`` keys
+        candidates by (draft, k), so a later summary of the same run replaces a partial one; ``load`` keys
+        its levels by ``("concurrency", "rate")`` and adds each level's own fields as ``extra``.
+        """
+        entry = {"draft": draft, "k": k, "summary": summary, "by_category": dict(by_category or {}), **extra}
+        missing = [f for f in key if f not in entry]
+        if missing:
+            raise ValueError(f"candidate key fields {missing} are not in the entry")
+        ident = tuple(entry[f] for f in key)
         for i, existing in enumerate(self._candidates):
-            if existing["draft"] == draft and existing["k"] == k:
+            if tuple(existing.get(f) for f in key) == ident:
                 self._candidates[i] = entry
                 break
         else:
@@ -276,17 +292,6 @@ class ResultFile:
 # -------------------------------------------------------------------------------------- per request
 
 
-def _tpot_s(emissions: Sequence[Emission], n_tokens: int) -> float | None:
-    """TPOT = (t_last − t_first) / (N − 1) in seconds; None when it does not apply.
-
-    N is the record's token count (from token ids or server usage), not the number of chunks: a chunk may
-    carry several tokens (DESIGN.md). A private copy of the definition keeps report/ off metrics internals.
-    """
-    if n_tokens <= 1 or not emissions:
-        return None
-    return (emissions[-1].t - emissions[0].t) / (n_tokens - 1)
-
-
 def _ms(seconds: float | None) -> float | None:
     # Rounded to the microsecond: perf_counter noise below that only bloats the files.
     return None if seconds is None else round(seconds * 1000.0, 3)
@@ -308,12 +313,13 @@ def request_row(run_label: str, draft: str | None, k: int, record: RequestRecord
         "output_tokens": record.output_tokens,
         "latency_ms": _ms(record.latency_s),
         "ttft_ms": _ms(record.ttft_s),
-        "tpot_ms": _ms(_tpot_s(record.emissions, record.output_tokens)),
+        "tpot_ms": _ms(tpot(record)),
         "accepted_tokens": sum(s.accepted for s in record.steps),
         "drafted_tokens": sum(s.drafted for s in record.steps),
         "steps": sum(1 for s in record.steps if s.drafted >= 1),
         "finish_reason": record.finish_reason,
         "matches_baseline": record.matches_baseline,
+        "error": record.error,
     }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from specmeter import __version__
 from specmeter.economics.roi import RoiInputs, compute_roi
+from specmeter.metrics.records import BASELINE
 from specmeter.report.console import (
     bandwidth,
     danger_note,
@@ -150,7 +151,7 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
     rows = []
     base = _get(result, "baseline", "summary")
     if isinstance(base, Mapping):
-        rows.append(["baseline", DASH, DASH, DASH, "1.00×", DASH, *_latency_cells(base), DASH, DASH])
+        rows.append([BASELINE, DASH, DASH, DASH, "1.00×", DASH, *_latency_cells(base), DASH, DASH])
     for c in result.get("candidates") or []:
         s = c.get("summary") if isinstance(c, Mapping) else None
         models = " / ".join(
@@ -247,6 +248,29 @@ def _roi_section(result: Mapping[str, Any], roi: RoiInputs | None) -> str:
     return _table(headers, rows) + f"<p class='note'>{esc(note)}</p>"
 
 
+MAX_LISTED_FAILURES = 50
+
+
+def _failures_section(records: Records | None) -> str:
+    """Requests that failed or were cut short (``RequestRecord.error``); nothing when there are none."""
+    failed = [(run, r) for run, recs in (records or {}).items() for r in recs if r.error is not None]
+    if not failed:
+        return ""
+    rows = [
+        [run, r.id, r.category, r.finish_reason, fmt_int(r.output_tokens), str(r.error)]
+        for run, r in failed[:MAX_LISTED_FAILURES]
+    ]
+    more = len(failed) - len(rows)
+    note = f"{len(failed)} requests failed or were cut short" + (
+        f"; the first {len(rows)} are listed." if more else "."
+    )
+    return (
+        "<h2>Failed requests</h2>"
+        + _table(["run", "request", "category", "finish", "output tokens", "error"], rows)
+        + f"<p class='note'>{esc(note)}</p>"
+    )
+
+
 _NO_TIMELINE = (
     "<p class='note'>The per-request timeline needs the run's request records: report a stored run "
     "(specmeter report RUN_ID) rather than a JSON file.</p>"
@@ -316,6 +340,7 @@ def render_report(
         f"<p class='verdict {cls}'>{esc(line.plain)}</p>",
         "<h2>Candidates</h2>",
         _candidates_table(result),
+        _failures_section(records),
         "<h2>Acceptance and speedup per category</h2>",
         _figure(acceptance_chart(result), "No candidate drafted anything: no acceptance rate."),
         _figure(speedup_chart(result), "No measured speedup (no baseline or no candidate)."),

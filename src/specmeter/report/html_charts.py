@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specmeter.metrics.latency import chunk_gaps, stall_indexes
-from specmeter.metrics.records import RequestRecord
+from specmeter.metrics.records import BASELINE, RequestRecord, run_label
 from specmeter.report.fmt import as_float, fmt_bytes, fmt_ms, fmt_speedup
 from specmeter.report.html_svg import (
     BASELINE_COLOR,
@@ -43,7 +43,7 @@ __all__ = [
     "traffic_chart",
 ]
 
-Records = Mapping[str, Sequence[RequestRecord]]  # slot label ("baseline", "draft@k=4") -> records
+Records = Mapping[str, Sequence[RequestRecord]]  # run label (records.run_label) -> records
 
 
 def _get(obj: Any, *keys: str) -> Any:
@@ -62,7 +62,7 @@ def _ci(summary: Any, key: str) -> tuple[float | None, float | None]:
 
 
 def candidate_label(c: Mapping[str, Any]) -> str:
-    return f"{c.get('draft')}@k={c.get('k')}"
+    return run_label(str(c.get("draft")), int(c.get("k") or 0))
 
 
 def _cands(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -182,7 +182,7 @@ def k_chart(result: Mapping[str, Any]) -> str | None:
 def _slot_colors(records: Records) -> dict[str, str]:
     colors, i = {}, 0
     for slot in records:
-        if slot == "baseline":
+        if slot == BASELINE:
             colors[slot] = BASELINE_COLOR
         else:
             colors[slot], i = _color(i), i + 1
@@ -201,7 +201,7 @@ def gap_chart(result: Mapping[str, Any], records: Records | None) -> str | None:
             return ecdf("gaps", "Chunk gaps: cumulative distribution (further right = longer pauses)", series,
                         x_label="gap between emissions (ms, log scale)")  # fmt: skip
     groups = []
-    for label, s in [("baseline", _get(result, "baseline", "summary"))] + [
+    for label, s in [(BASELINE, _get(result, "baseline", "summary"))] + [
         (candidate_label(c), c.get("summary")) for c in _cands(result)
     ]:
         bars = [Bar(q, as_float(_get(s, "gap_ms", q))) for q in ("p50", "p90", "p99")]
@@ -224,7 +224,7 @@ def timeline_chart(records: Records | None, request_id: str | None = None) -> tu
     if not records:
         return None
     if request_id is None:
-        worst = max((r for slot, recs in records.items() if slot != "baseline" for r in recs),
+        worst = max((r for slot, recs in records.items() if slot != BASELINE for r in recs),
                     key=lambda r: len(_stall_indexes(r)), default=None)  # fmt: skip
         if worst is None:
             worst = next((r for recs in records.values() for r in recs), None)
@@ -268,7 +268,7 @@ def traffic_chart(result: Mapping[str, Any]) -> str | None:
     rows = []
     base = as_float(_get(result, "baseline", "summary", "weight_traffic_per_token"))
     if base is not None:
-        rows.append(("baseline", [(base, BASELINE_COLOR, "baseline")]))
+        rows.append((BASELINE, [(base, BASELINE_COLOR, BASELINE)]))
     for i, c in enumerate(_cands(result)):
         value = as_float(_get(c, "summary", "weight_traffic_per_token"))
         if value is not None:

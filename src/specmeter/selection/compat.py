@@ -8,7 +8,7 @@ template or context length, a draft that is not smaller than its target. Facts t
 dtypes, KV bytes per token, architecture family) are reported as such.
 
 Each check yields a :class:`Finding`; the verdict is the worst level found: ``compatible`` (exit 0),
-``usable_with_caveats`` (1) or ``incompatible`` (2). Works on :class:`~specmeter.selection.hfdir.ModelFacts`,
+``usable_with_caveats`` (1) or ``incompatible`` (2). Works on :class:`~specmeter.modeldir.ModelFacts`,
 so nothing here loads weights.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from specmeter.modeldir import SPECIAL_ROLES, ModelFacts, TokenizerFacts
 from specmeter.report.fmt import fmt_bytes
-from specmeter.selection.hfdir import SPECIAL_ROLES, ModelFacts, TokenizerFacts
 from specmeter.selection.tokens import (
     TokenizationCheck,
     VocabDiff,

@@ -19,7 +19,7 @@ import numpy as np
 
 from specmeter.metrics.acceptance import acceptance_counts, acceptance_rate
 from specmeter.metrics.memory import extra_memory_bytes
-from specmeter.metrics.records import RequestRecord, RunRecord
+from specmeter.metrics.records import BASELINE, RequestRecord, RunRecord
 from specmeter.metrics.summary import danger_zone, summarize
 from specmeter.selection.mix import assign_domains, bootstrap_weighted, weighted_speedups
 
@@ -76,7 +76,7 @@ def _interval(samples: np.ndarray | None) -> list[float] | None:
 
 
 def _name(run: RunRecord) -> str:
-    return run.draft.name if run.draft is not None else "baseline"
+    return run.draft.name if run.draft is not None else BASELINE
 
 
 @dataclass(frozen=True)

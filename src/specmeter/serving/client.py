@@ -62,8 +62,7 @@ class StreamRequest:
 
 @dataclass(frozen=True)
 class RequestOutcome:
-    record: RequestRecord
-    error: str | None = None
+    record: RequestRecord  # record.error says why the request failed, None when it did not
     status: int | None = None
     token_source: str = "none"  # token_ids, usage, logprobs, timings, usage_distributed, mixed or none
     malformed_lines: int = 0
@@ -76,6 +75,10 @@ class RequestOutcome:
     exact_steps: bool = False  # the record's steps were rebuilt exactly from the server's per-request report
     text: str = ""  # the answer's streamed content (no reasoning): a conversation's next turn holds it
     temperature: float | None = None  # as sent: load results are broken down by it
+
+    @property
+    def error(self) -> str | None:
+        return self.record.error
 
     @property
     def ok(self) -> bool:
@@ -242,10 +245,10 @@ class _Stream:
             steps=steps or (),
             emissions=emissions,
             finish_reason=finish,
+            error=error,
         )
         return RequestOutcome(
             record=record,
-            error=error,
             status=self.status,
             token_source=source,
             malformed_lines=self.malformed,

@@ -31,9 +31,10 @@ from specmeter.report.files import ResultFile
 from specmeter.serving.client import RequestOutcome
 from specmeter.serving.loadlevel import PhaseResult, RoleResult
 
-__all__ = ["LoadResultFile", "level_entry", "remote_model"]
+__all__ = ["LEVEL_KEY", "add_level", "level_entry", "remote_model"]
 
 MAX_LISTED_FAILURES = 50
+LEVEL_KEY = ("concurrency", "rate")  # a load level's entry is keyed by its level, not by draft and k
 _REMOTE_NULL = (
     "weight_bytes",
     "kv_bytes_per_token",
@@ -283,15 +284,8 @@ def _entry(
     }
 
 
-class LoadResultFile(ResultFile):
-    """The result JSON with one candidate entry per load level (keyed by level, not by draft and k)."""
-
-    def set_level(self, entry: Mapping[str, Any]) -> None:
-        key = (entry.get("concurrency"), entry.get("rate"))
-        for i, existing in enumerate(self._candidates):
-            if (existing.get("concurrency"), existing.get("rate")) == key:
-                self._candidates[i] = dict(entry)
-                break
-        else:
-            self._candidates.append(dict(entry))
-        self.save()
+def add_level(result: ResultFile, entry: Mapping[str, Any]) -> None:
+    """Put one level's entry (:func:`level_entry`) into the result file, replacing an earlier one."""
+    fields = dict(entry)
+    draft, k, summary, by_category = (fields.pop(f) for f in ("draft", "k", "summary", "by_category"))
+    result.add_candidate(draft, k, summary, by_category, key=LEVEL_KEY, **fields)

@@ -21,12 +21,12 @@ from urllib.parse import urlsplit
 import httpx
 
 from specmeter.hygiene.section import MachineWatch
-from specmeter.report.files import RequestSink
+from specmeter.report.files import RequestSink, ResultFile
 from specmeter.serving.client import RequestOutcome
 from specmeter.serving.loadconfig import LoadConfig, Phase, Role
 from specmeter.serving.loadlevel import LevelRunner, PhaseResult, new_phase
 from specmeter.serving.loadreadings import endpoints_for, resolve
-from specmeter.serving.loadresult import LoadResultFile, level_entry
+from specmeter.serving.loadresult import add_level, level_entry
 
 __all__ = ["execute_load"]
 
@@ -45,7 +45,7 @@ async def execute_load(
 ) -> dict[str, Any]:
     """Run the load test described by ``cfg``; returns the result dict (also saved to ``json_out``)."""
     http = client or httpx.AsyncClient()  # model lookups and scrapes; streams use the runner's shards
-    result = LoadResultFile(json_out, kind="load", config=config)
+    result = ResultFile(json_out, kind="load", config=config)
     current: PhaseResult | None = None
     label = cfg.endpoint
     runner: LevelRunner | None = None
@@ -85,13 +85,13 @@ async def execute_load(
                 current = new_phase(phase, endpoints)
                 await runner.run_phase(current, endpoints, record)
                 current.complete = True
-                result.set_level(entry(current))
+                add_level(result, entry(current))
                 current = None
         _close_watch(result, watch)
         result.finish()
     except (asyncio.CancelledError, KeyboardInterrupt):
         if current is not None and any(r.outcomes for r in current.roles.values()):
-            result.set_level(entry(current))
+            add_level(result, entry(current))
         _close_watch(result, watch)
         result.save()
         raise
@@ -104,7 +104,7 @@ async def execute_load(
     return result.to_dict()
 
 
-def _close_watch(result: LoadResultFile | None, watch: MachineWatch | None) -> None:
+def _close_watch(result: ResultFile | None, watch: MachineWatch | None) -> None:
     section = watch.finish() if watch is not None else None  # idempotent: the second call returns the same
     if result is not None and section is not None:
         result.set_section("hygiene", section)

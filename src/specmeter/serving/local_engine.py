@@ -10,10 +10,11 @@ from pathlib import Path
 
 import torch
 
-from specmeter.engine.loader import LoadedModel, ModelLoadError, load_model, tokenizer_mismatch
+from specmeter.engine.loader import LoadedModel, load_model, tokenizer_mismatch
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
 from specmeter.metrics.records import ModelInfo
+from specmeter.modeldir import ModelDirError
 from specmeter.workloads.loader import Message, Prompt
 from specmeter.workloads.render import render_prompt
 
@@ -34,7 +35,7 @@ class LocalEngine:
         if draft is not None:
             reason = tokenizer_mismatch(target.tokenizer, draft.tokenizer)
             if reason:
-                raise ModelLoadError(f"the draft's tokenizer differs from the target's: {reason}")
+                raise ModelDirError(f"the draft's tokenizer differs from the target's: {reason}")
         self.target, self.draft = target, draft
         self.k = k if draft is not None else 0
         self.model_name = model_name or target.info.name
@@ -57,7 +58,7 @@ class LocalEngine:
         implementation: str = "auto",
         trust_remote_code: bool = False,
     ) -> LocalEngine:
-        """Load from local directories; raises ModelLoadError with a one-line reason."""
+        """Load from local directories; raises ModelDirError with a one-line reason."""
 
         def one(path: Path) -> LoadedModel:
             return load_model(

@@ -5,7 +5,7 @@
 compares two of them. No torch anywhere in this package.
 """
 
-from specmeter.store.db import RunInfo, RunStore, StoredRequest, StoreError, run_label
+from specmeter.store.db import RunInfo, RunStore, StoredRequest, StoreError, run_description
 from specmeter.store.paths import STORE_ENV, default_store_path
 from specmeter.store.recorder import RunRecorder
 from specmeter.store.schema import SCHEMA_VERSION
@@ -25,5 +25,5 @@ __all__ = [
     "load_result_file",
     "load_source",
     "rebuild_result",
-    "run_label",
+    "run_description",
 ]

@@ -26,14 +26,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from specmeter.metrics.records import BASELINE, run_label
 from specmeter.store.resample import N_RESAMPLES, RequestSample, metric_keys
 from specmeter.store.sources import RunSource
 
-__all__ = ["ALL", "BASELINE", "Block", "Comparison", "Diff", "compare_sources", "metric_label"]
+__all__ = ["ALL", "Block", "Comparison", "Diff", "compare_sources", "metric_label"]
 
 _Z95 = 1.959963984540054
 ALL = "all"
-BASELINE = "baseline"
 
 # key -> (label, higher is better, summary key, summary CI key)
 _METRICS: dict[str, tuple[str, bool, str | None, str | None]] = {
@@ -115,8 +115,8 @@ def _cand_key(c: Mapping[str, Any]) -> tuple[str, int]:
     return str(c.get("draft")), int(c.get("k") or 0)
 
 
-def _label(key: tuple[str, int]) -> str:
-    return f"{key[0]}@k={key[1]}"
+def _run(key: tuple[str, int]) -> str:
+    return run_label(*key)
 
 
 def _candidates(source: RunSource) -> dict[tuple[str, int], Mapping[str, Any]]:
@@ -132,16 +132,16 @@ def _pairs(a: RunSource, b: RunSource, notes: list[str]) -> list[tuple[tuple[str
     common = [k for k in ca if k in cb]
     if not common and len(ca) == 1 and len(cb) == 1:
         (ka,), (kb,) = ca, cb
-        notes.append(f"compared {_label(ka)} (A) with {_label(kb)} (B): their only candidates")
+        notes.append(f"compared {_run(ka)} (A) with {_run(kb)} (B): their only candidates")
         return [(ka, kb)]
     if not common:
         raise ValueError(
             "no candidate in common (matched by draft name and k): "
-            f"A has {', '.join(map(_label, ca)) or 'none'}; B has {', '.join(map(_label, cb)) or 'none'}"
+            f"A has {', '.join(map(_run, ca)) or 'none'}; B has {', '.join(map(_run, cb)) or 'none'}"
         )
     for side, only in (("A", [k for k in ca if k not in cb]), ("B", [k for k in cb if k not in ca])):
         if only:
-            notes.append(f"only in {side}, not compared: {', '.join(map(_label, only))}")
+            notes.append(f"only in {side}, not compared: {', '.join(map(_run, only))}")
     return [(k, k) for k in common]
 
 
@@ -196,16 +196,12 @@ def _exact_rows(
     return rows
 
 
-def _slot(key: tuple[str, int]) -> str:
-    return f"{key[0]}@k={key[1]}"
-
-
 def _compare_exact(a: RunSource, b: RunSource, cmp: Comparison, n_resamples: int, paired: bool) -> None:
     categories = sorted({r.record.category for src in (a, b) for r in src.requests or []})
     # With one category its block would repeat "all".
     shown = [ALL, *categories] if len(categories) > 1 else [ALL]
     slots = [
-        (_slot(ka), _slot(kb), min(ka[1], kb[1]), _label(ka) if ka == kb else f"{_label(ka)} → {_label(kb)}")
+        (_run(ka), _run(kb), min(ka[1], kb[1]), _run(ka) if ka == kb else f"{_run(ka)} → {_run(kb)}")
         for ka, kb in _pairs(a, b, cmp.notes)
     ]
     for slot_a, slot_b, k, name in [*slots, (BASELINE, BASELINE, 0, BASELINE)]:
@@ -285,7 +281,7 @@ def _compare_approx(a: RunSource, b: RunSource, cmp: Comparison) -> None:
                 )
             if not isinstance(sa, Mapping) or not isinstance(sb, Mapping):
                 continue
-            name = _label(ka) if ka == kb else f"{_label(ka)} → {_label(kb)}"
+            name = _run(ka) if ka == kb else f"{_run(ka)} → {_run(kb)}"
             rows = _approx_rows(sa, sb, metric_keys(k))
             cmp.blocks.append(Block(name, category, _int(sa.get("requests")), _int(sb.get("requests")), rows))
     base_a, base_b = a.result.get("baseline") or {}, b.result.get("baseline") or {}

@@ -36,7 +36,7 @@ from specmeter.store.packing import (
 )
 from specmeter.store.schema import APPLICATION_ID, SCHEMA_VERSION, create_schema, migrate
 
-__all__ = ["RunInfo", "RunStore", "StoreError", "StoredRequest", "run_label"]
+__all__ = ["RunInfo", "RunStore", "StoreError", "StoredRequest", "run_description"]
 
 _BUSY_TIMEOUT_MS = 10_000
 
@@ -61,7 +61,7 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class StoredRequest:
-    """A request record and the run slot it belongs to (``slot`` is "baseline" or "draft@k=4")."""
+    """A request record and the run it belongs to (``slot``: ``records.run_label``, e.g. "draft@k=4")."""
 
     slot: str
     draft: str | None
@@ -73,7 +73,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def run_label(result: Mapping[str, Any]) -> str:
+def run_description(result: Mapping[str, Any]) -> str:
     """A short human description of a run for listings: target and drafts."""
     config = result.get("run", {}).get("config", {}) if isinstance(result.get("run"), Mapping) else {}
     target = Path(str(config.get("target", "?"))).name
@@ -181,7 +181,7 @@ class RunStore:
             cur = conn.execute(
                 "INSERT INTO runs (kind, status, started_at, updated_at, label, note, specmeter_version, "
                 "result_json) VALUES (?, 'partial', ?, ?, ?, ?, ?, ?)",
-                (kind, started, _now(), run_label(result), note, __version__, _dumps(result)),
+                (kind, started, _now(), run_description(result), note, __version__, _dumps(result)),
             )
             run_id = cur.lastrowid
         assert run_id is not None
@@ -195,14 +195,14 @@ class RunStore:
             ).fetchone()
             for offset, (slot, draft, k, rec) in enumerate(rows):
                 conn.execute(
-                    "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         run_id, seq + offset, slot, draft, k, rec.id, rec.category, rec.prompt_tokens,
                         rec.output_tokens, rec.latency_s, rec.ttft_s, rec.prefill_s, rec.finish_reason,
                         None if rec.matches_baseline is None else int(rec.matches_baseline),
                         sum(s.accepted for s in rec.steps), sum(s.drafted for s in rec.steps),
                         sum(1 for s in rec.steps if s.drafted >= 1), pack_steps(rec.steps),
-                        pack_emissions(rec.emissions), pack_ids(rec.output_ids),
+                        pack_emissions(rec.emissions), pack_ids(rec.output_ids), rec.error,
                     ),
                 )  # fmt: skip
 
@@ -212,7 +212,7 @@ class RunStore:
     def save_result(self, run_id: int, result: Mapping[str, Any], *, complete: bool | None = None) -> None:
         """Replace the run's result; ``complete`` True/False also sets its status (None leaves it)."""
         with self._write() as conn:
-            params: tuple[Any, ...] = (_dumps(result), _now(), run_label(result), run_id)
+            params: tuple[Any, ...] = (_dumps(result), _now(), run_description(result), run_id)
             cur = conn.execute(
                 "UPDATE runs SET result_json = ?, updated_at = ?, label = ? WHERE id = ?", params
             )
@@ -292,7 +292,7 @@ class RunStore:
         """The run's request records in the order they were recorded."""
         rows = self._conn.execute(
             "SELECT slot, draft, k, request_id, category, prompt_tokens, output_tokens, latency_s, ttft_s, "
-            "prefill_s, finish_reason, matches_baseline, steps, emissions, output_ids "
+            "prefill_s, finish_reason, matches_baseline, steps, emissions, output_ids, error "
             "FROM requests WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
@@ -303,6 +303,7 @@ class RunStore:
                 ttft_s=row[8], prefill_s=row[9], steps=unpack_steps(row[12]),
                 emissions=unpack_emissions(row[13]), output_ids=unpack_ids(row[14]),
                 finish_reason=row[10], matches_baseline=None if row[11] is None else bool(row[11]),
+                error=row[15],
             )  # fmt: skip
             out.append(StoredRequest(slot=row[0], draft=row[1], k=row[2], record=record))
         return out

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specmeter.store.compare import BASELINE, Block, Comparison, Diff
+from specmeter.metrics.records import BASELINE
+from specmeter.store.compare import Block, Comparison, Diff
 
 __all__ = ["FAIL_ON_KEYS", "Regression", "Threshold", "comparison_to_dict", "parse_thresholds", "regressions"]
 

@@ -10,6 +10,7 @@ Version history:
 1. runs(id, kind, complete, started_at, result_json); requests with the steps as JSON text.
 2. runs gain status/updated_at/label/note/specmeter_version; requests keep steps, emissions and output
    ids as packed blobs (``store.packing``) plus prefill, finish reason and the baseline-match flag.
+3. requests gain ``error``: why a request failed or was cut short (``RequestRecord.error``), NULL if not.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "V1_SCHEMA", "create_schema", "mi
 
 # "spmt" in ASCII: lets us tell our stores from any other SQLite file.
 APPLICATION_ID = 0x73706D74
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # The layout of version 1, kept verbatim: the migration tests build a v1 store from it.
 V1_SCHEMA = """
@@ -91,13 +92,20 @@ CREATE TABLE requests (
 );
 CREATE INDEX runs_by_start ON runs (started_at);
 """
+# Version 3 adds one column to version 2's requests table.
+_V3_COLUMNS = "ALTER TABLE requests ADD COLUMN error TEXT"
+
+
+def _create_v2(conn: sqlite3.Connection) -> None:
+    for statement in _V2_TABLES.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 def create_schema(conn: sqlite3.Connection) -> None:
     """Create the current schema in an empty database (inside the caller's transaction)."""
-    for statement in _V2_TABLES.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    _create_v2(conn)
+    conn.execute(_V3_COLUMNS)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -121,9 +129,7 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE runs RENAME TO runs_v1")
     conn.execute("ALTER TABLE requests RENAME TO requests_v1")
     # The v1 index names do not clash with v2's; create the v2 tables alongside, copy, then drop v1.
-    for statement in _V2_TABLES.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    _create_v2(conn)
     conn.execute(
         "INSERT INTO runs (id, kind, status, started_at, updated_at, result_json) "
         "SELECT id, kind, CASE WHEN complete THEN 'complete' ELSE 'partial' END, started_at, started_at, "
@@ -155,8 +161,12 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE runs_v1")
 
 
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    conn.execute(_V3_COLUMNS)  # every request stored so far finished, or its failure was not recorded
+
+
 # MIGRATIONS[n] takes a store from version n to n + 1.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def migrate(conn: sqlite3.Connection, from_version: int) -> None:

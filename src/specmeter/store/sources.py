@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord
+from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, RunRecord
 from specmeter.store.db import RunStore, StoredRequest, StoreError
 
 __all__ = ["RunSource", "is_run_ref", "load_result_file", "load_source", "rebuild_result"]
@@ -117,7 +117,7 @@ def rebuild_result(result: Mapping[str, Any], requests: Sequence[StoredRequest])
         records = tuple(r.record for r in requests if r.slot == slot)
         return RunRecord(target, draft, k, temperature, top_p, requests=records)
 
-    base = run_record(None, 0, "baseline")
+    base = run_record(None, 0, BASELINE)
     out["baseline"] = {"summary": summarize(base, None), "by_category": summarize_by_category(base, None)}
     seen: list[tuple[str, str, int]] = []
     for r in requests:
