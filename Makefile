@@ -146,9 +146,9 @@ DISTILL_STEPS ?= 800
 
 models: $(STAMP)
 	mkdir -p $(WORK)
-	test -f $(WORK)/corpus.jsonl || $(BIN)/python -m specmeter.workloads.corpus \
+	test -f $(WORK)/corpus.jsonl || $(BIN)/python -m specmeter.bundled.corpus \
 		--out $(WORK)/corpus.jsonl --general 60000 --legal 60000 --seed 0
-	test -f $(WORK)/legal-prompts.jsonl || $(BIN)/python -m specmeter.workloads.corpus \
+	test -f $(WORK)/legal-prompts.jsonl || $(BIN)/python -m specmeter.bundled.corpus \
 		--out $(WORK)/legal-prompts.jsonl --general 0 --legal 3000 --seed 0
 	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/target --preset target \
 		--vocab-size 2048 --steps $(TARGET_STEPS) --seed 0 --work $(WORK)/target

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from safetensors import safe_open
 from typer.testing import CliRunner
 
+from specmeter.bundled.models import DRAFTS, TARGET, bundled_model, missing_models
 from specmeter.cli.app import app
-from specmeter.engine.bundled import DRAFTS, TARGET, bundled_model, missing_models
 from specmeter.engine.loader import load_model, load_tokenizer, tokenizer_mismatch
 
 MIB = 1024 * 1024
@@ -79,3 +80,33 @@ def test_demo_refuses_missing_models(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "demo models missing" in result.output and "Traceback" not in result.output
+
+
+def test_demo_interrupted_ends_like_every_measuring_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The demo closes its runs with the measuring core's one ending: files kept, partial, exit 130.
+    import specmeter.engine.runner as runner_module
+
+    real = runner_module.run_interleaved
+
+    def one_prompt_then_ctrl_c(state: Any, prompts: Any, **kw: Any) -> None:
+        real(state, prompts[:1], **kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_module, "run_interleaved", one_prompt_then_ctrl_c)
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out), "--no-store"])
+    assert result.exit_code == 130, result.output
+    assert "Interrupted after 1 of 8 prompts" in result.output and "Traceback" not in result.output
+    general = json.loads((out / "general.json").read_text())
+    assert general["complete"] is False and general["baseline"]["summary"]["requests"] == 1
+    assert (out / "report-general.html").is_file() and not (out / "summary.json").exists()
+
+
+def test_demo_out_must_be_a_directory(tmp_path: Path) -> None:
+    out = tmp_path / "file"
+    out.write_text("keep me")
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out), "--no-store"])
+    assert result.exit_code == 2 and f"--out: {out} is not a directory" in result.stderr
+    assert out.read_text() == "keep me"

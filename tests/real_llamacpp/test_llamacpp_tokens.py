@@ -19,7 +19,7 @@ from llamacpp_helpers import llama_server
 from transformers import AutoTokenizer
 
 from engine_helpers import GENERAL, LEGAL
-from specmeter.engine.bundled import bundled_model
+from specmeter.bundled.models import bundled_model
 from specmeter.workloads import load_workload, render_prompt
 
 pytestmark = pytest.mark.llamacpp

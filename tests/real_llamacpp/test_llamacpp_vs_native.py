@@ -26,7 +26,7 @@ import pytest
 from llamacpp_helpers import llama_server
 
 from engine_helpers import LEGAL, by_label, prompt_slice, run_cli, scrape
-from specmeter.engine.bundled import bundled_model
+from specmeter.bundled.models import bundled_model
 from specmeter.metrics.records import RequestRecord, StepRecord
 from specmeter.store import RunStore
 

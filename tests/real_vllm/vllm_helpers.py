@@ -27,7 +27,7 @@ from engine_helpers import (
     server_process,
     stop,
 )
-from specmeter.engine.bundled import bundled_model
+from specmeter.bundled.models import bundled_model
 
 __all__ = [
     "DRAFT",

@@ -40,4 +40,4 @@ def bench(
         outcome = run_bench(
             cfg, RichReporter(quiet=quiet), render=None if quiet else lambda out: render_result(out, console)
         )
-    end(outcome)
+    end(outcome.exit_code)

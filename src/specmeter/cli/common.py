@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from specmeter.measuring.progress import Task
-    from specmeter.measuring.run import Outcome
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -62,10 +61,10 @@ def measure_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
-def end(outcome: Outcome) -> None:
-    """Exit with the outcome's code unless it is 0 (a command that returns exits 0)."""
-    if outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+def end(exit_code: int) -> None:
+    """Exit with ``exit_code`` (an Outcome's) unless it is 0: a command that returns exits 0."""
+    if exit_code:
+        raise typer.Exit(exit_code)
 
 
 def parse_int_list(value: str, option: str) -> list[int]:

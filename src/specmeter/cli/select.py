@@ -48,4 +48,4 @@ def select(
             cfg, RichReporter(quiet=quiet), weights,
             render=None if quiet else lambda out: render_select(out, console),
         )  # fmt: skip
-    end(outcome)
+    end(outcome.exit_code)

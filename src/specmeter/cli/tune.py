@@ -55,4 +55,4 @@ def tune(
             cfg, RichReporter(quiet=quiet), k_max=k_max, holdout=held,
             render=None if quiet else lambda out: render_tune(out, console),
         )  # fmt: skip
-    end(outcome)
+    end(outcome.exit_code)

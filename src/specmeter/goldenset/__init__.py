@@ -5,7 +5,7 @@ logs, not golden sets. This package turns OpenAI request logs, ShareGPT conversa
 Spec-Bench questions and specmeter's own logs into a golden set in specmeter's format, every line keeping
 its provenance (``source: file:line``). Nothing here imports torch.
 
-(Not to be confused with ``workloads.corpus.golden``, which generates the bundled demo's golden sets from
+(Not to be confused with ``bundled.corpus.golden``, which generates the bundled demo's golden sets from
 the synthetic corpus.)
 """
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from specmeter.workloads.corpus import slots
-from specmeter.workloads.corpus.grammar import (
+from specmeter.bundled.corpus import slots
+from specmeter.bundled.corpus.grammar import (
     Choice,
     Grammar,
     GrammarError,

@@ -13,10 +13,10 @@ corpus: pure Python, ``random.Random`` only, identical output for the same seed.
 
 Public API: :func:`generate_documents`, :func:`write_corpus`, :func:`corpus_stats`,
 :func:`write_golden_sets` (the bundled held-out golden sets), and the command line
-``python -m specmeter.workloads.corpus``. See ``docs/corpus.md``.
+``python -m specmeter.bundled.corpus``. See ``docs/corpus.md``.
 """
 
-from specmeter.workloads.corpus.generate import (
+from specmeter.bundled.corpus.generate import (
     DEFAULT_SEED,
     GOLDEN_SEED,
     REGISTER_NAMES,
@@ -27,7 +27,7 @@ from specmeter.workloads.corpus.generate import (
     iter_documents,
     write_corpus,
 )
-from specmeter.workloads.corpus.golden import (
+from specmeter.bundled.corpus.golden import (
     HOLDOUT_SAMPLE,
     GoldenPrompt,
     default_golden_dir,
@@ -35,7 +35,7 @@ from specmeter.workloads.corpus.golden import (
     held_out_violations,
     write_golden_sets,
 )
-from specmeter.workloads.corpus.stats import CorpusStats, RegisterStats, corpus_stats, format_stats
+from specmeter.bundled.corpus.stats import CorpusStats, RegisterStats, corpus_stats, format_stats
 
 __all__ = [
     "DEFAULT_SEED",

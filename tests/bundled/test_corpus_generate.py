@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specmeter.workloads.corpus import (
+from specmeter.bundled.corpus import (
     DEFAULT_SEED,
     GOLDEN_SEED,
     Document,
@@ -20,9 +20,9 @@ from specmeter.workloads.corpus import (
     legal,
     write_corpus,
 )
-from specmeter.workloads.corpus.cli import main
-from specmeter.workloads.corpus.generate import build_sentences
-from specmeter.workloads.corpus.spec import RegisterSpec
+from specmeter.bundled.corpus.cli import main
+from specmeter.bundled.corpus.generate import build_sentences
+from specmeter.bundled.corpus.spec import RegisterSpec
 
 REGISTERS: tuple[Register, ...] = ("general", "legal")
 

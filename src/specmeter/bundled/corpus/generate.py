@@ -17,10 +17,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from specmeter.workloads.corpus import general, legal
-from specmeter.workloads.corpus.grammar import finish
-from specmeter.workloads.corpus.spec import CategorySpec, RegisterSpec
-from specmeter.workloads.corpus.stats import CorpusStats, StatsAccumulator
+from specmeter.bundled.corpus import general, legal
+from specmeter.bundled.corpus.grammar import finish
+from specmeter.bundled.corpus.spec import CategorySpec, RegisterSpec
+from specmeter.bundled.corpus.stats import CorpusStats, StatsAccumulator
 
 Register: TypeAlias = Literal["general", "legal"]
 REGISTER_NAMES: tuple[Register, ...] = ("general", "legal")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from specmeter.workloads.corpus.grammar import Expansion, Grammar
+from specmeter.bundled.corpus.grammar import Expansion, Grammar
 
 
 @dataclass(frozen=True)

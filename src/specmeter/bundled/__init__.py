@@ -1,0 +1,10 @@
+"""The bundled demo: its models, how their training data and golden sets are built, and the demo run.
+
+* ``models`` — where the shipped models live (``assets/models``), their names and the field report's
+  letters (A, B, C).
+* ``corpus`` — the deterministic synthetic corpus the models are trained on (``make models``) and the
+  held-out golden sets ``assets/golden/{general,legal}.jsonl`` (``python -m specmeter.bundled.corpus``).
+* ``demo`` — ``specmeter demo``'s stages through the measuring core, and its summary.
+
+Nothing here is needed to measure a user's own models; ``workloads`` loads the golden sets users bring.
+"""
