@@ -83,11 +83,12 @@ def golden(
             fail(str(e))
     count_tokens = None
     if tokenizer is not None:
-        from specmeter.engine.loader import ModelLoadError, load_tokenizer
+        from specmeter.engine.loader import load_tokenizer
+        from specmeter.modeldir import ModelDirError
 
         try:
             tok: Any = load_tokenizer(tokenizer)
-        except ModelLoadError as e:
+        except ModelDirError as e:
             fail(f"--tokenizer: {e}")
 
         def count_tokens(text: str) -> int:

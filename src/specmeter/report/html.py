@@ -192,7 +192,7 @@ def _category_table(result: Mapping[str, Any]) -> str | None:
 def _bandwidth_table(result: Mapping[str, Any]) -> str | None:
     """Weight traffic per token, the bandwidth it takes at the measured decode rate, and its share of the
     device's measured copy bandwidth (docs/metrics.md, "Memory and bandwidth")."""
-    runs = [("baseline", _get(result, "baseline", "summary"))]
+    runs = [(BASELINE, _get(result, "baseline", "summary"))]
     runs += [
         (candidate_label(c), c.get("summary"))
         for c in result.get("candidates") or []
