@@ -94,3 +94,51 @@ def test_unwritable_parent_as_any_user_sees_it(tmp_path: Path, monkeypatch: pyte
         f"--json: cannot write {locked / 'new' / 'r.json'}: no permission to create files in {locked}",
         f"--csv: cannot write {locked / 'old.json'}: permission denied",
     ]
+
+
+def test_a_file_inside_an_input_directory(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    out = problems({"--json": model / "config.json", "--csv": model / "new.csv"}, {"--target": model})
+    assert out == [
+        f"--json: {model / 'config.json'} is a file in --target ({model}); "
+        "an output never overwrites an input"
+    ]
+
+
+def test_output_directories(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    (tmp_path / "target").mkdir()
+    (tmp_path / "existing").mkdir()
+    dirs = {
+        "--out": tmp_path / "file",
+        "--work": tmp_path / "target",
+        "--cache": tmp_path / "existing",  # an existing directory is filled (train resumes in its --work)
+        "--new": tmp_path / "a" / "b",  # created when written
+    }
+    out = _dir_problems(dirs, {"--target": tmp_path / "target"})
+    assert out == [
+        f"--out: {tmp_path / 'file'} is a file; give a directory",
+        f"--work: {tmp_path / 'target'} is --target ({tmp_path / 'target'}); "
+        "an output never overwrites an input",
+    ]
+
+
+def test_a_file_system_that_refuses_files(tmp_path: Path) -> None:
+    # /proc says "writable" to root's access(); only creating a file there shows it is not.
+    if not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux /proc")
+    assert problems({"--json": Path("/proc/r.json")}) == [
+        "--json: cannot write /proc/r.json: no permission to create files in /proc"
+    ]
+    assert not [p for p in tmp_path.iterdir()]  # the probe leaves nothing behind
+    assert problems({"--json": tmp_path / "r.json"}) == [] and not list(tmp_path.iterdir())
+
+
+def _dir_problems(directories: dict[str, Path], inputs: dict[str, Path]) -> list[str]:
+    try:
+        check_output_paths({}, inputs, directories=directories)  # type: ignore[arg-type]
+    except MeasureError as e:
+        return e.lines
+    return []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_USAGE, MeasureError, MeasureInterrupted
+from specmeter.measuring.outputs import PathOption, check_output_paths
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -24,6 +25,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "RichReporter",
+    "check_outputs",
     "console",
     "end",
     "err_console",
@@ -47,6 +49,21 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     for line in message.splitlines() or [message]:
         err_console.print(f"[bold red]error:[/] {escape(line)}", markup=True, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def check_outputs(
+    outputs: Mapping[str, PathOption],
+    inputs: Mapping[str, PathOption] | None = None,
+    *,
+    directories: Mapping[str, PathOption] | None = None,
+    code: int = EXIT_USAGE,
+) -> None:
+    """Every output path of a command checked before it does any work (``measuring.check_output_paths``):
+    its problems as ``error:`` lines and exit ``code`` (2, or compat's 3)."""
+    try:
+        check_output_paths(outputs, inputs, directories=directories)
+    except MeasureError as e:
+        fail(str(e), code)
 
 
 @contextmanager

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from specmeter.cli.common import console, fail
-from specmeter.cli.runs import store_option, store_path
+from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.runs import run_inputs, store_option, store_path
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -113,6 +113,7 @@ def compare(
             fail(str(e))
     if resamples < 100:
         fail("--resamples must be >= 100")
+    check_outputs({"--json": json_out}, run_inputs([run_a, run_b], store))
     try:
         a = load_source(run_a, store_path(store))
         b = load_source(run_b, store_path(store))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import typer
 
-from specmeter.cli.common import console, fail
+from specmeter.cli.common import check_outputs, console, fail
 
 EXIT_CANNOT_CHECK = 3
 
@@ -40,6 +40,9 @@ def compat(
     from specmeter.selection.tokens import check_tokenization
     from specmeter.workloads import WorkloadError, load_workload
 
+    check_outputs(
+        {"--json": json_out}, {"TARGET": target, "DRAFT": draft, "--prompts": prompts}, code=EXIT_CANNOT_CHECK
+    )
     try:
         t = inspect_model(target)
         d = inspect_model(draft)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from specmeter.cli.common import console, fail
+from specmeter.cli.common import check_outputs, console, fail
 
 
 def distill(
@@ -57,6 +57,12 @@ def distill(
     for name, value in (("--num-prompts", num_prompts), ("--steps", steps), ("--batch", batch), ("--k", k)):
         if value < 1:
             fail(f"{name} must be >= 1")
+    work = work or out.with_name(out.name + ".work")
+    check_outputs(
+        {},
+        {"--target": target, "--init": init, "--corpus": corpus},
+        directories={"--out": out, "--work": work},
+    )
     try:
         dev = resolve_device(device)
         read_config(target)
@@ -68,7 +74,6 @@ def distill(
         fail(str(e))
     if len(prompts) <= heldout:
         fail(f"{corpus}: {len(prompts)} prompts; need more than --heldout {heldout}")
-    work = work or out.with_name(out.name + ".work")
     work.mkdir(parents=True, exist_ok=True)
     held, train_prompts = prompts[-heldout:], prompts[:-heldout][:num_prompts]
 

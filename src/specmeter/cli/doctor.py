@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from specmeter.cli.common import console, fail
+from specmeter.cli.common import check_outputs, console, fail
 
 _STYLE = {"ok": "green", "info": "cyan", "warn": "bold yellow", "bad": "bold red"}
 
@@ -36,6 +36,7 @@ def doctor(
 
     if not 0.2 <= seconds <= 600:
         fail(f"--seconds: {seconds:g} is outside 0.2..600")
+    check_outputs({"--json": json_out})
     with console.status("checking the machine…", spinner="dots") as status:
         report = diagnose(sample_s=seconds, progress=lambda msg: status.update(f"doctor: {msg}…"))
     table = Table(title="specmeter doctor", title_justify="left", title_style="bold")

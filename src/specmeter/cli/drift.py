@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from specmeter.cli.common import console, err_console, fail
+from specmeter.cli.common import check_outputs, console, err_console, fail
 
 if TYPE_CHECKING:
     from specmeter.monitoring.drift import DriftRow
@@ -180,15 +180,10 @@ def drift(
         fail(str(e))
     length = parse_seconds(window, "--window")
     if json_out is not None:
-        from specmeter.measuring import MeasureError, check_output_paths
-
         inputs = [
             p for s in (requests, Path(reference or requests)) for p in (s.rglob("*") if s.is_dir() else [s])
         ]
-        try:
-            check_output_paths({"--json": json_out}, {"--requests/--reference": inputs})
-        except MeasureError as e:
-            fail(str(e))
+        check_outputs({"--json": json_out}, {"--requests/--reference": inputs, "--store": store})
     current_all = _read(requests, field_map, "--requests")
     stamped = [r.time for r in current_all if r.time is not None]
     end = _time(until, "--until") if until is not None else (max(stamped) + 1e-6 if stamped else None)

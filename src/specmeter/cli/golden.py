@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import console, err_console, fail
+from specmeter.cli.common import check_outputs, console, err_console, fail
 
 FORMAT_CHOICES = ("auto", "openai", "sharegpt", "csv", "specbench", "specmeter")
 
@@ -110,13 +110,10 @@ def golden(
         scrub_min_digits=scrub_digits,
         count_tokens=count_tokens,
     )
-    from specmeter.measuring import MeasureError, check_output_paths
-
     inputs = [p for s in sources for p in (sorted(s.rglob("*")) if s.is_dir() else [s]) if not p.is_dir()]
-    try:
-        check_output_paths({"--out": out, "--json": json_out}, {"--from": inputs})
-    except MeasureError as e:
-        fail(str(e))
+    check_outputs(
+        {"--out": out, "--json": json_out}, {"--from": inputs, "--rules": rules, "--tokenizer": tokenizer}
+    )
     try:
         report = build_golden(config)
     except GoldenError as e:

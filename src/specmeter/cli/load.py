@@ -14,7 +14,7 @@ from typing import Any, cast
 import typer
 from rich.markup import escape
 
-from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, parse_int_list
+from specmeter.cli.common import EXIT_INTERRUPTED, check_outputs, console, err_console, fail, parse_int_list
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 
@@ -198,6 +198,7 @@ def load(
     for name, url in (("--endpoint", endpoint), ("--baseline", baseline)):
         if url is not None and not url.startswith(("http://", "https://")):
             fail(f"{name}: {url!r} is not an http(s) URL")
+    check_outputs({"--json": json_out, "--csv": csv_out, "--log": log_out}, {"--prompts": prompts})
     try:
         workload = load_workload(prompts)
     except WorkloadError as e:

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
-from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, stdout_is_terminal
+from specmeter.cli.common import (
+    EXIT_INTERRUPTED,
+    check_outputs,
+    console,
+    err_console,
+    fail,
+    stdout_is_terminal,
+)
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 if TYPE_CHECKING:
@@ -164,13 +171,7 @@ def monitor(
 
     kind = kind_from_option(server)
     factory: Any = None
-    if json_out is not None:
-        from specmeter.measuring import MeasureError, check_output_paths
-
-        try:
-            check_output_paths({"--history": history, "--alerts-log": alerts_log, "--json": json_out})
-        except MeasureError as e:
-            fail(str(e))
+    check_outputs({"--history": history, "--alerts-log": alerts_log, "--json": json_out})
     if prometheus is not None:
         from specmeter.monitoring.promquery import PrometheusMonitor, PrometheusSource
 

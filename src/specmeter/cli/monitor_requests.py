@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from specmeter.cli.common import EXIT_INTERRUPTED, console, err_console, fail, stdout_is_terminal
+from specmeter.cli.common import (
+    EXIT_INTERRUPTED,
+    check_outputs,
+    console,
+    err_console,
+    fail,
+    stdout_is_terminal,
+)
 from specmeter.monitoring.alerts import AlertRules
 
 if TYPE_CHECKING:
@@ -41,7 +48,6 @@ def run_requests(
     duration: float | None,
     quiet: bool,
 ) -> None:
-    from specmeter.measuring import MeasureError, check_output_paths
     from specmeter.monitoring.domain_exporter import DomainExporter
     from specmeter.monitoring.requestlog import FieldMapError, parse_fields
     from specmeter.monitoring.requestmonitor import RequestMonitor, RequestMonitorConfig
@@ -54,11 +60,9 @@ def run_requests(
     if not path.exists():
         fail(f"--requests: {path} does not exist")
     inputs = [p for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()]
-    try:
-        outputs = {"--history": history, "--alerts-log": alerts_log, "--json": json_out}
-        check_output_paths(outputs, {"--requests": inputs})
-    except MeasureError as e:
-        fail(str(e))
+    check_outputs(
+        {"--history": history, "--alerts-log": alerts_log, "--json": json_out}, {"--requests": inputs}
+    )
     try:
         store = HistoryStore(history)
     except Exception as e:  # sqlite3 errors name the problem

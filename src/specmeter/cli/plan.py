@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import console, fail
+from specmeter.cli.common import check_outputs, console, fail
 
 _FORMATS_HELP = "Weight formats to plan, from fp32, bf16, fp8, nvfp4, int4 (comma-separated)."
 
@@ -58,6 +58,7 @@ def plan(
     from specmeter.report.files import write_json_atomic
     from specmeter.report.fmt import fmt_bytes
 
+    check_outputs({"--json": json_out}, {"--target": target, "--draft": draft, "--gpus": gpus})
     try:
         t = arch_from_config(target)
         d = arch_from_config(draft) if draft is not None else None

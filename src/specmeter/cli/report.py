@@ -11,9 +11,9 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import console, fail
+from specmeter.cli.common import check_outputs, console, fail
 from specmeter.cli.roi import roi_inputs
-from specmeter.cli.runs import store_option, store_path
+from specmeter.cli.runs import run_inputs, store_option, store_path
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -50,6 +50,7 @@ def report(
     from specmeter.store import StoreError, load_source
 
     size = _size(screenshot_size) if screenshot is not None else None
+    check_outputs({"--out": out, "--screenshot": screenshot}, run_inputs([run], store))
     roi = None
     if monthly_tokens is not None or baseline_throughput is not None or baseline_price is not None:
         if monthly_tokens is None or baseline_throughput is None or baseline_price is None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import console, fail
-from specmeter.cli.runs import store_option, store_path
+from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.runs import run_inputs, store_option, store_path
 
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
@@ -108,6 +108,7 @@ def roi(
     from specmeter.report.files import write_json_atomic
     from specmeter.store import StoreError, load_source
 
+    check_outputs({"--json": json_out}, run_inputs([run], store))
     source_text = "given"
     if speedup is None:
         if run is None:

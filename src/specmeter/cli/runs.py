@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import console, fail
+from specmeter.cli.common import check_outputs, console, fail
 
 app = typer.Typer(
     help="Run history: list, show, export, annotate and delete stored runs.",
@@ -36,6 +36,14 @@ def store_path(store: Path | None) -> Path:
     from specmeter.store import default_store_path
 
     return store if store is not None else default_store_path()
+
+
+def run_inputs(runs: list[str | None], store: Path | None) -> dict[str, Path | list[Path] | None]:
+    """The files a command reading RUNs opens (result JSON files and the run store), for check_outputs."""
+    from specmeter.store import is_run_ref
+
+    files = [Path(r) for r in runs if r is not None and not is_run_ref(r)]
+    return {"RUN": files, "--store": store_path(store)}
 
 
 def open_store(store: Path | None, *, create: bool = False) -> Any:
@@ -157,6 +165,7 @@ def export(
     kind = _export_format(out, fmt)
     if not is_run_ref(run):
         fail(f"run {run!r}: expected a run id, latest or latest~N")
+    check_outputs({"--out": out}, {"--store": store_path(store)})
     with open_store(store) as db:
         try:
             run_id = db.resolve(run)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from specmeter.cli.common import err_console, fail
+from specmeter.cli.common import check_outputs, err_console, fail
 
 
 def _is_loopback(host: str) -> bool:
@@ -69,6 +69,7 @@ def serve(
         fail(f"--max-waiting must be >= 1, got {max_waiting}")
     if implementation not in ("auto", "native", "transformers"):
         fail(f"--implementation: {implementation!r} is not one of auto, native, transformers")
+    check_outputs({"--log": log}, {"--target": target, "--draft": draft})
     if not _is_loopback(host) and api_key is None:
         err_console.print(
             f"[yellow]warning:[/] binding {host} exposes the server beyond this machine without --api-key"

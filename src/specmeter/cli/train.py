@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import console, fail
+from specmeter.cli.common import check_outputs, console, fail
 
 
 def training_progress(total: int, description: str, quiet: bool = False) -> Any:
@@ -74,12 +74,15 @@ def train(
     for name, value in (("--steps", steps), ("--batch", batch), ("--seq-len", seq_len)):
         if value < 1:
             fail(f"{name} must be >= 1")
+    work = work or out.with_name(out.name + ".work")
+    check_outputs(
+        {}, {"--corpus": corpus, "--tokenizer": tokenizer}, directories={"--out": out, "--work": work}
+    )
     try:
         dev = resolve_device(device)
         docs = read_documents(corpus, parse_filter(where))
     except (CorpusError, ModelDirError) as e:
         fail(str(e))
-    work = work or out.with_name(out.name + ".work")
     tok = load_or_train_tokenizer(tokenizer, docs, vocab_size, work / "tokenizer")
     shape = PRESETS[preset].with_overrides(
         hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, intermediate=intermediate

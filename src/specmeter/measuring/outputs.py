@@ -1,17 +1,26 @@
 """Output paths checked before anything is measured: outputs never overwrite inputs or each other.
 
-One function for every command that writes files, so a mistake costs a second instead of a run (or the
-golden set it was measured on). Each path is named by its option in the message.
+One function for every command that writes files (``bench`` … ``runs export``, ``report``, ``train``),
+so a mistake costs a second instead of a run (or the golden set it was measured on). Each path is named by
+its option in the message.
 
-A missing parent directory is created when the file is first written (``report.files`` does that), as a
-user who writes ``--json results/today.json`` expects; what must already hold is that the nearest existing
-ancestor is a directory this process may write in. Paths are compared after resolving symlinks, ``..``
-and ``~``, and existing files by identity, so a hard link or a second spelling of the same file is caught.
+The policy, the same for every command:
+
+* A missing parent directory is created when the file is first written (``report.files`` does that), as a
+  user who writes ``--json results/today.json`` expects; what must already hold is that the nearest
+  existing ancestor is a directory this process may create files in. That is tried, not only asked of
+  ``os.access``: a probe file is created there and removed, because some file systems (``/sys``, a
+  read-only bind mount) say "writable" to ``access`` and then refuse the file.
+* An output *file* is not a directory; an output *directory* (``train --out``) is not a file.
+* Paths are compared after resolving symlinks, ``..`` and ``~``, and existing files by identity, so a hard
+  link or a second spelling of the same file is caught. An output may not be an input, another output,
+  or an existing file inside an input directory (``--json MODEL/config.json``).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -27,7 +36,7 @@ def _items(paths: Mapping[str, PathOption]) -> list[tuple[str, Path]]:
     for option, value in paths.items():
         if value is None:
             continue
-        for p in [value] if isinstance(value, Path) else value:
+        for p in [value] if isinstance(value, str | os.PathLike) else value:
             out.append((option, Path(p).expanduser()))
     return out
 
@@ -41,6 +50,13 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+def _inside(path: Path, directory: Path) -> bool:
+    """An existing file ``path`` somewhere below the existing directory ``directory``."""
+    if not directory.is_dir() or not path.is_file():
+        return False
+    return path.resolve().is_relative_to(directory.resolve())
+
+
 def _nearest_existing(path: Path) -> Path:
     for parent in path.resolve().parents:
         if parent.exists():
@@ -48,46 +64,69 @@ def _nearest_existing(path: Path) -> Path:
     return Path(path.resolve().anchor)
 
 
-def _writable(option: str, path: Path) -> str | None:
-    """Why ``path`` cannot be written as a file, or None."""
-    if path.is_dir():
-        return f"{option}: {path} is a directory; give a file path"
-    if path.exists():
-        if not os.access(path, os.W_OK):
+def _can_create_in(directory: Path) -> bool:
+    """Whether a file can really be created in ``directory`` (the probe is removed at once)."""
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return False
+    try:
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".specmeter-probe-")
+    except OSError:
+        return False
+    os.close(fd)
+    Path(probe).unlink(missing_ok=True)
+    return True
+
+
+def _writable(option: str, path: Path, *, directory: bool) -> str | None:
+    """Why ``path`` cannot be written as a file (or, with ``directory``, filled as a directory), or None."""
+    if directory:
+        if path.exists() and not path.is_dir():
+            return f"{option}: {path} is a file; give a directory"
+        where = path if path.is_dir() else _nearest_existing(path)
+    else:
+        if path.is_dir():
+            return f"{option}: {path} is a directory; give a file path"
+        if path.exists() and not os.access(path, os.W_OK):
             return f"{option}: cannot write {path}: permission denied"
-        return None
-    ancestor = _nearest_existing(path)
-    if not ancestor.is_dir():
-        return f"{option}: cannot write {path}: {ancestor} is not a directory"
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        return f"{option}: cannot write {path}: no permission to create files in {ancestor}"
+        # Files are replaced atomically (a temporary file beside them), so their directory must take files.
+        where = path.resolve().parent if path.exists() else _nearest_existing(path)
+    if not where.is_dir():
+        return f"{option}: cannot write {path}: {where} is not a directory"
+    if not _can_create_in(where):
+        return f"{option}: cannot write {path}: no permission to create files in {where}"
     return None
 
 
 def check_output_paths(
-    outputs: Mapping[str, PathOption], inputs: Mapping[str, PathOption] | None = None
+    outputs: Mapping[str, PathOption],
+    inputs: Mapping[str, PathOption] | None = None,
+    *,
+    directories: Mapping[str, PathOption] | None = None,
 ) -> None:
     """Raise :class:`MeasureError` (one line per problem) unless every output can be written safely.
 
-    ``outputs`` and ``inputs`` map an option name (``"--json"``) to a path, several paths, or None (not
-    given). An output fails when it is the same file as an input or as another output, is a directory,
-    exists but cannot be written, or lies below something that is not a writable directory.
+    ``outputs`` (files), ``directories`` (output directories a command fills, such as ``train --out``) and
+    ``inputs`` map an option name (``"--json"``) to a path, several paths, or None (not given). An output
+    fails when it is the same file or directory as an input or as another output, is an existing file
+    inside an input directory, is a directory (a file output) or a file (a directory output), or lies
+    below something that is not a directory this process can create files in.
     """
-    outs = _items(outputs)
+    outs = [(o, p, False) for o, p in _items(outputs)] + [(o, p, True) for o, p in _items(directories or {})]
     ins = _items(inputs or {})
     problems: list[str] = []
-    for i, (option, path) in enumerate(outs):
-        clash = next(((o, p) for o, p in ins if _same(path, p)), None)
+    for i, (option, path, is_dir) in enumerate(outs):
+        clash = next(((o, p) for o, p in ins if _same(path, p) or _inside(path, p)), None)
         if clash is not None:
+            what = "is" if _same(path, clash[1]) else "is a file in"
             problems.append(
-                f"{option}: {path} is {clash[0]} ({clash[1]}); an output never overwrites an input"
+                f"{option}: {path} {what} {clash[0]} ({clash[1]}); an output never overwrites an input"
             )
             continue
-        earlier = next(((o, p) for o, p in outs[:i] if _same(path, p)), None)
+        earlier = next(((o, p) for o, p, _ in outs[:i] if _same(path, p)), None)
         if earlier is not None:
             problems.append(f"{option}: {path} is also {earlier[0]}; every output needs its own file")
             continue
-        reason = _writable(option, path)
+        reason = _writable(option, path, directory=is_dir)
         if reason is not None:
             problems.append(reason)
     if problems:

@@ -1,0 +1,225 @@
+"""Every output option of every command is checked before the command does any work (issue 12).
+
+One matrix: each (command, output option) gets a directory where a file belongs (or a file where a
+directory belongs), a path below a regular file, a path in ``/proc`` (``access()`` says writable to root,
+creating a file there fails), and, where the command has inputs, an input. Each must end with exactly one
+``error:`` line naming the option and exit 2 (compat: 3, its "cannot check"), and leave nothing behind.
+Nothing here loads a model or sends a request once the check is in place; the few commands that would
+otherwise start serving or training are stubbed or given one step so a regression fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from specmeter.cli.app import app
+
+runner = CliRunner()
+
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    args: tuple[str, ...]  # {T} target, {D} draft, {P} prompts, {R} result file, {L} request log, {C} corpus
+    option: str
+    directory: bool = False  # the option names a directory the command fills (train --out)
+    code: int = 2
+    same_as: str | None = None  # an input placeholder the option must not be allowed to overwrite
+
+
+SCRAPE = ("monitor", "--scrape", "http://127.0.0.1:9/metrics", "--once", "--interval", "1s")
+ROI = ("roi", "--speedup", "1.5", "--monthly-tokens", "1B", "--baseline-throughput", "100",
+       "--baseline-price", "2")  # fmt: skip
+CASES = [
+    Case(
+        "bench", ("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--json", same_as="{P}"
+    ),
+    Case("bench", ("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--csv", same_as="{P}"),
+    Case("bench", ("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--log", same_as="{T}"),
+    Case("bench", ("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--store"),
+    Case("tune", ("tune", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--json", same_as="{P}"),
+    Case("select", ("select", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--csv"),
+    Case(
+        "train",
+        (
+            "train",
+            "--corpus",
+            "{C}",
+            "--steps",
+            "1",
+            "--preset",
+            "draft-tiny",
+            "--work",
+            "{O}",
+            "--out",
+            "{X}",
+        ),
+        "--out",
+        directory=True,
+    ),
+    Case(
+        "train",
+        ("train", "--corpus", "{C}", "--steps", "1", "--preset", "draft-tiny", "--out", "{O}"),
+        "--work",
+        directory=True,
+    ),
+    Case(
+        "distill",
+        (
+            "distill",
+            "--target",
+            "{T}",
+            "--init",
+            "{D}",
+            "--corpus",
+            "{C}",
+            "--steps",
+            "1",
+            "--work",
+            "{O}",
+            "--out",
+            "{X}",
+        ),
+        "--out",
+        directory=True,
+        same_as="{T}",
+    ),
+    Case(
+        "distill",
+        ("distill", "--target", "{T}", "--init", "{D}", "--corpus", "{C}", "--steps", "1", "--out", "{O}"),
+        "--work",
+        directory=True,
+        same_as="{D}",
+    ),
+    Case("compat", ("compat", "{T}", "{D}"), "--json", code=3, same_as="{T}/config.json"),
+    Case("doctor", ("doctor", "--seconds", "0.2"), "--json"),
+    Case("serve", ("serve", "--target", "{T}", "--port", "0"), "--log", same_as="{T}/config.json"),
+    Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--json"),
+    Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--csv", same_as="{P}"),
+    Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--log"),
+    Case("monitor", SCRAPE, "--history"),
+    Case("monitor", SCRAPE, "--alerts-log"),
+    Case("monitor", ("monitor", "--requests", "{L}", "--once"), "--json", same_as="{L}"),
+    Case("golden", ("golden", "--from", "{L}", "--out", "{O}.jsonl"), "--json", same_as="{L}"),
+    Case("drift", ("drift", "--requests", "{L}"), "--json", same_as="{L}"),
+    Case(
+        "runs export", ("runs", "export", "1", "--format", "json", "--store", "{S}"), "--out", same_as="{S}"
+    ),
+    Case("report", ("report", "{R}"), "--out", same_as="{R}"),
+    Case("report", ("report", "{R}"), "--screenshot"),
+    Case("compare", ("compare", "{R}", "{R}"), "--json", same_as="{R}"),
+    Case("roi", ROI, "--json"),
+    Case("plan", ("plan", "--target", "{T}"), "--json", same_as="{T}/config.json"),
+]
+
+
+@pytest.fixture(scope="module")
+def inputs(tiny: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("outputs")
+    prompts = root / "golden.jsonl"
+    prompts.write_text(json.dumps({"id": "a", "category": "c", "prompt": "hello there"}) + "\n")
+    log = root / "requests.jsonl"
+    record = {"id": "r1", "domain": "legal", "output_tokens": 8, "accepted_tokens": 3, "drafted_tokens": 8,
+              "steps": 4, "latency_ms": 10.0, "prompt": "hi"}  # fmt: skip
+    log.write_text(json.dumps(record) + "\n")
+    corpus = root / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"document number {i} ."}) + "\n" for i in range(40)))
+    result = root / "result.json"
+    result.write_text(json.dumps({"schema_version": 1, "kind": "bench", "baseline": {}, "candidates": []}))
+    store = root / "runs.sqlite"
+    store.write_bytes(b"")
+    return {"{T}": tiny.target, "{D}": tiny.draft, "{P}": prompts, "{L}": log, "{C}": corpus,
+            "{R}": result, "{S}": store}  # fmt: skip
+
+
+def _fill(args: tuple[str, ...], inputs: dict[str, Path], out: Path) -> list[str]:
+    filled = []
+    for a in args:
+        for key, value in inputs.items():
+            a = a.replace(key, str(value))
+        filled.append(a.replace("{O}", str(out / "out")).replace("{X}", str(out / "unused")))
+    return filled
+
+
+def _run(case: Case, inputs: dict[str, Path], tmp: Path, value: Path, monkeypatch: Any) -> Result:
+    import specmeter.serving.server as server
+
+    def no_server(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("serve started although its --log cannot be written")
+
+    monkeypatch.setattr(server, "run_foreground", no_server)
+    monkeypatch.chdir(tmp)  # a default output (report.html, the monitor's history) would land here
+    args = _fill(case.args, inputs, tmp)
+    if f"{case.option}" in args:  # the option is part of the fixed arguments (train/distill --out)
+        args[args.index(case.option) + 1] = str(value)
+    else:
+        args += [case.option, str(value)]
+    return runner.invoke(app, args)
+
+
+def _assert_one_error(result: Result, case: Case, *needles: str) -> None:
+    assert "Traceback" not in result.output, result.output
+    assert result.exit_code == case.code, (case, result.output)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1, lines
+    for needle in (case.option, *needles):
+        assert needle in errors[0], (needle, errors[0])
+
+
+def _ids(cases: list[Case]) -> list[str]:
+    return [f"{c.name} {c.option}" for c in cases]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_wrong_kind_of_path(case: Case, inputs: dict[str, Path], tmp_path: Path, monkeypatch: Any) -> None:
+    if case.directory:
+        value = tmp_path / "a-file"
+        value.write_text("keep me")
+        needle = "is a file; give a directory"
+    else:
+        value = tmp_path / "a-directory"
+        value.mkdir()
+        needle = "is a directory; give a file path"
+    _assert_one_error(_run(case, inputs, tmp_path, value, monkeypatch), case, needle)
+    assert value.is_dir() != case.directory and (case.directory is False or value.read_text() == "keep me")
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_below_a_file(case: Case, inputs: dict[str, Path], tmp_path: Path, monkeypatch: Any) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("")
+    result = _run(case, inputs, tmp_path, blocker / "x" / "out.json", monkeypatch)
+    _assert_one_error(result, case, f"{blocker} is not a directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain-file"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not PROC.is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_unwritable_place(case: Case, inputs: dict[str, Path], tmp_path: Path, monkeypatch: Any) -> None:
+    result = _run(case, inputs, tmp_path, PROC / "specmeter-test-output", monkeypatch)
+    _assert_one_error(result, case, f"no permission to create files in {PROC}")
+
+
+SAME = [c for c in CASES if c.same_as is not None]
+
+
+@pytest.mark.parametrize("case", SAME, ids=_ids(SAME))
+def test_an_input_is_never_an_output(
+    case: Case, inputs: dict[str, Path], tmp_path: Path, monkeypatch: Any
+) -> None:
+    assert case.same_as is not None
+    target = Path(_fill((case.same_as,), inputs, tmp_path)[0])
+    before = {p: p.read_bytes() for p in ([target] if target.is_file() else sorted(target.rglob("*")))}
+    result = _run(case, inputs, tmp_path, target, monkeypatch)
+    _assert_one_error(result, case, "an output never overwrites an input")
+    assert {p: p.read_bytes() for p in before} == before
