@@ -15,6 +15,7 @@ from typer.testing import CliRunner, Result
 
 import specmeter.serving.loadrun
 from specmeter.cli.app import app
+from specmeter.report.validate import validate_result
 from specmeter.serving.app import create_app
 from specmeter.serving.local_engine import LocalEngine
 from specmeter.serving.server import ServerThread
@@ -74,6 +75,7 @@ def test_sweep_writes_the_shared_result_files(urls: tuple[str, str], prompts: Pa
     assert result.exit_code == 0, result.output
     data = json.loads((out / "r.json").read_text())
     assert data["kind"] == "load" and data["complete"] is True
+    assert validate_result(data) == []  # report/compare/roi read load results back through this check
     assert data["run"]["config"]["concurrency"] == [1, 2]
     assert [c["concurrency"] for c in data["candidates"]] == [1, 2]
     assert all(c["summary"]["speedup_measured"] is not None for c in data["candidates"])

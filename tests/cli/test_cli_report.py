@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import assert_usage_error
 from typer.testing import CliRunner
 
 from specmeter.cli.app import app
@@ -89,3 +90,40 @@ def test_screenshot_without_a_browser_is_a_clear_error(
     assert (tmp_path / "r.html").is_file()  # the report itself was written first
     bad = report(stored, "1", "--screenshot", str(tmp_path / "r.png"), "--screenshot-size", "huge")
     assert bad.exit_code == 2 and "--screenshot-size" in bad.output
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("candidates", 0, "k"), "four", "candidates[0].k: expected an integer >= 0 or null, got 'four'"),
+        (("candidates", 0, "summary", "acceptance_rate"), float("nan"), "summary.acceptance_rate"),
+        (("candidates", 0, "summary", "per_position", 0, "cumulative"), 1.5, "per_position[0].cumulative"),
+        (("candidates", 0, "summary", "speedup_measured_ci"), "wide", "speedup_measured_ci"),
+        (("baseline", "summary", "ttft_ms"), [1, 2], "baseline.summary.ttft_ms"),
+        (("candidates",), {"draft": "x"}, "candidates: expected a list"),
+    ],
+)
+def test_result_files_are_checked_field_by_field(
+    stored: Path, tmp_path: Path, path: tuple[Any, ...], value: Any, field: str
+) -> None:
+    # report, compare and roi read the same file through one validation (docs/results.md): a bad field is one
+    # error line naming it, exit 2, never a traceback from the chart or the bootstrap that would trip on it.
+    data = json.loads((stored / "r.json").read_text())
+    at = data
+    for key in path[:-1]:
+        at = at[key]
+    at[path[-1]] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))  # NaN is written as the NaN token that Python's json reads back
+    good = str(stored / "r.json")
+    roi = ["--monthly-tokens", "1B", "--baseline-throughput", "100", "--baseline-price", "2"]
+    for args in (["report", str(bad), "--out", str(tmp_path / "r.html")], ["compare", good, str(bad)],
+                 ["compare", str(bad), good], ["roi", str(bad), *roi]):  # fmt: skip
+        assert_usage_error(runner.invoke(app, args), f"{bad}: ", field)
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_files_specmeter_writes_pass_the_check(stored: Path) -> None:
+    from specmeter.report.validate import validate_result
+
+    assert validate_result(json.loads((stored / "r.json").read_text())) == []

@@ -154,3 +154,22 @@ def test_distill_cli_errors(tiny, tmp_path: Path, corpus: Path) -> None:
     assert res.exit_code == 2 and "no such directory" in res.output
     res = runner.invoke(app, [*base, "--preset", "draft-tiny", "--heldout", "500"])
     assert res.exit_code == 2 and "need more than --heldout" in res.output
+
+
+@pytest.mark.parametrize("command", ["train", "distill"])
+def test_a_corpus_that_is_not_utf8_is_one_line(tiny, tmp_path: Path, command: str) -> None:
+    # Issue 12: a Latin-1 corpus ended train with a UnicodeDecodeError traceback.
+    corpus = tmp_path / "latin1.jsonl"
+    corpus.write_bytes('{"text": "fine"}\n{"text": "caf\u00e9 cr\u00e8me"}\n'.encode("latin-1"))
+    with pytest.raises(CorpusError, match=r"latin1.jsonl:2: not valid UTF-8 \(byte 0xe9 at column 14\)"):
+        read_documents(corpus)
+    args = ["train", "--corpus", str(corpus), "--out", str(tmp_path / "m")]
+    if command == "distill":
+        args = ["distill", "--target", str(tiny.target), "--preset", "draft-tiny", "--corpus", str(corpus),
+                "--out", str(tmp_path / "m")]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert res.stderr.strip().splitlines() == [
+        f"error: {corpus}:2: not valid UTF-8 (byte 0xe9 at column 14); convert the corpus to UTF-8 "
+        "(iconv -f ENCODING -t UTF-8)"
+    ]

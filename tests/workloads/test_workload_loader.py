@@ -254,7 +254,6 @@ BAD_LINES = [
         '{"id": "q", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}',
         "field 'messages[1].role': the last message must be from 'user'",
     ),
-    ("[1, 2]", "expected a JSON object, got array"),
     ('"just a prompt"', "expected a JSON object, got string"),
     ("42", "expected a JSON object, got number"),
     ("null", "expected a JSON object, got null"),
@@ -323,6 +322,24 @@ def test_invalid_utf8(tmp_path: Path) -> None:
     path = tmp_path / "golden.jsonl"
     path.write_bytes(b'{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "caf\xe9"}\n')
     assert problems_of(path) == [f"{path}:2: not valid UTF-8 (byte 0xe9 at column 27)"]
+
+
+def test_a_json_document_instead_of_jsonl_is_one_line(tmp_path: Path) -> None:
+    # Issue 12: a JSON array (or one pretty-printed object) is not JSONL; one line says what is expected.
+    array = tmp_path / "prompts.json"
+    array.write_text(json.dumps([{"id": "a", "prompt": "x"}, {"id": "b", "prompt": "y"}], indent=2))
+    assert problems_of(array) == [
+        f"{array}: a JSON array; a golden set is JSONL, one JSON object per line "
+        "(jq -c '.[]' turns it into JSONL)"
+    ]
+    array.write_text('[{"id": "a", "prompt": "x"}]')
+    assert len(problems_of(array)) == 1 and "a JSON array" in problems_of(array)[0]
+    pretty = tmp_path / "one.json"
+    pretty.write_text(json.dumps({"id": "a", "prompt": "x"}, indent=2))
+    assert problems_of(pretty) == [
+        f"{pretty}: one JSON object over several lines; a golden set is JSONL, one JSON object per line "
+        "(jq -c . puts it on one line)"
+    ]
 
 
 # --- bad input: several problems at once ------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, RunRecord
+from specmeter.report.validate import validate_result
 from specmeter.store.db import RunStore, StoredRequest, StoreError
 
 __all__ = ["RunSource", "is_run_ref", "load_result_file", "load_source", "rebuild_result"]
@@ -45,7 +46,7 @@ def is_run_ref(text: str) -> bool:
 
 
 def load_result_file(path: Path) -> dict[str, Any]:
-    """A docs/results.md JSON file; StoreError with file (and line) on any problem."""
+    """A docs/results.md JSON file; StoreError with file (and line, or field) on any problem."""
     if not path.is_file():
         raise StoreError(f"{path}: no such result file (and not a run id such as 12 or latest)")
     try:
@@ -54,8 +55,11 @@ def load_result_file(path: Path) -> dict[str, Any]:
         raise StoreError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from e
     except (OSError, UnicodeDecodeError) as e:
         raise StoreError(f"{path}: unreadable ({e})") from e
-    if not isinstance(data, dict) or not isinstance(data.get("candidates"), list) or "baseline" not in data:
-        raise StoreError(f"{path}: not a specmeter result file (needs 'baseline' and 'candidates')")
+    problems = validate_result(data)
+    if problems:
+        # One line per problem, each naming the field (docs/results.md) so the file can be fixed.
+        raise StoreError("\n".join(f"{path}: {p}" for p in problems))
+    assert isinstance(data, dict)
     return data
 
 

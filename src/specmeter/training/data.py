@@ -21,29 +21,42 @@ class CorpusError(ValueError):
     """A problem with a corpus file; the message names the file and line."""
 
 
-def read_documents(path: Path, where: dict[str, str] | None = None) -> list[str]:
-    """Texts of ``path``; with ``where``, only JSONL records whose fields equal the given values."""
+def corpus_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file; CorpusError naming the file, line and byte that is not UTF-8."""
     if not path.is_file():
         raise CorpusError(f"{path}: no such file")
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CorpusError(
+                    f"{path}:{n}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+                    "convert the corpus to UTF-8 (iconv -f ENCODING -t UTF-8)"
+                ) from None
+            yield n, text.removeprefix("\ufeff") if n == 1 else text
+
+
+def read_documents(path: Path, where: dict[str, str] | None = None) -> list[str]:
+    """Texts of ``path``; with ``where``, only JSONL records whose fields equal the given values."""
     docs: list[str] = []
     jsonl = path.suffix == ".jsonl"
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
-                continue
-            if not jsonl:
-                docs.append(line)
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno})") from e
-            if not isinstance(obj, dict) or not isinstance(obj.get("text") or obj.get("prompt"), str):
-                raise CorpusError(f"{path}:{n}: field 'text': missing or not a string")
-            if where and any(obj.get(k) != v for k, v in where.items()):
-                continue
-            docs.append(obj.get("text") or obj["prompt"])
+    for n, line in corpus_lines(path):
+        line = line.strip()
+        if not line:
+            continue
+        if not jsonl:
+            docs.append(line)
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno})") from e
+        if not isinstance(obj, dict) or not isinstance(obj.get("text") or obj.get("prompt"), str):
+            raise CorpusError(f"{path}:{n}: field 'text': missing or not a string")
+        if where and any(obj.get(k) != v for k, v in where.items()):
+            continue
+        docs.append(obj.get("text") or obj["prompt"])
     if not docs:
         raise CorpusError(f"{path}: no documents" + (f" matching {where}" if where else ""))
     return docs

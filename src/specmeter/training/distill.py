@@ -22,32 +22,29 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from specmeter.training.data import CorpusError
+from specmeter.training.data import CorpusError, corpus_lines
 from specmeter.training.loop import TrainConfig, run_training
 
 
 def read_prompts(path: Path, min_words: int = 8, max_words: int = 40, seed: int = 0) -> list[str]:
     """Prompts from a JSONL file: ``prompt`` fields as they are, or prefixes of ``text`` documents."""
-    if not path.is_file():
-        raise CorpusError(f"{path}: no such file")
     rng = random.Random(seed)
     out: list[str] = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno})") from e
-            if isinstance(obj, dict) and isinstance(obj.get("prompt"), str):
-                out.append(obj["prompt"])
-            elif isinstance(obj, dict) and isinstance(obj.get("text"), str):
-                words = obj["text"].split()
-                cut = rng.randint(min(min_words, len(words)), min(max_words, len(words)))
-                out.append(" ".join(words[:cut]))
-            else:
-                raise CorpusError(f"{path}:{n}: field 'prompt' or 'text': missing or not a string")
+    for n, line in corpus_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno})") from e
+        if isinstance(obj, dict) and isinstance(obj.get("prompt"), str):
+            out.append(obj["prompt"])
+        elif isinstance(obj, dict) and isinstance(obj.get("text"), str):
+            words = obj["text"].split()
+            cut = rng.randint(min(min_words, len(words)), min(max_words, len(words)))
+            out.append(" ".join(words[:cut]))
+        else:
+            raise CorpusError(f"{path}:{n}: field 'prompt' or 'text': missing or not a string")
     if not out:
         raise CorpusError(f"{path}: no prompts")
     return out

@@ -230,6 +230,23 @@ def _is_spec_bench(obj: dict[str, Any]) -> bool:
     return bool(keys & _SPEC_BENCH_KEYS) and not (keys & _OWN_KEYS)
 
 
+def _refuse_json_document(data: bytes, shown: str) -> None:
+    """A JSON array, or one object spread over several lines, is a JSON document rather than JSONL: one
+    line saying what is expected instead of an error for every line of it."""
+    head = data.lstrip()
+    if head.startswith(b"["):
+        what, fix = "a JSON array", "jq -c '.[]' turns it into JSONL"
+    elif head.startswith(b"{") and b"\n" in head.strip():
+        try:
+            json.loads(head)
+        except ValueError:
+            return  # JSONL (one object per line) or broken lines: each line is reported on its own
+        what, fix = "one JSON object over several lines", "jq -c . puts it on one line"
+    else:
+        return
+    raise WorkloadError([f"{shown}: {what}; a golden set is JSONL, one JSON object per line ({fix})"])
+
+
 def _read_lines(path: Path, shown: str) -> list[bytes]:
     try:
         data = path.read_bytes()
@@ -241,6 +258,7 @@ def _read_lines(path: Path, shown: str) -> list[bytes]:
         raise WorkloadError([f"{shown}: cannot read file ({error.strerror or error})"]) from None
     # Editors on Windows like to start UTF-8 files with a byte-order mark; json.loads rejects it.
     data = data.removeprefix(b"\xef\xbb\xbf")
+    _refuse_json_document(data, shown)
     # bytes.splitlines splits on \n, \r\n and \r only, so line numbers match what an editor shows;
     # str.splitlines would also split on U+2028 and friends, which may sit inside a JSON string.
     return data.splitlines()
