@@ -75,3 +75,28 @@ def test_option_mistakes(engine_url: str, tmp_path: Path) -> None:
     assert_usage_error(invoke("--scrape", engine_url, "--alert-alpha", "2"), "--alert-alpha")
     assert_usage_error(invoke("--scrape", engine_url, "--alert-tau-drop", "150"), "--alert-tau-drop")
     assert_usage_error(invoke("--scrape", engine_url, "--server", "ollama"), "--server")
+
+
+@pytest.fixture
+def broken_url() -> Iterator[str]:
+    async def metrics(request: Request) -> Response:
+        return PlainTextResponse("<html>this is not Prometheus text {{{</html>\n")
+
+    with ServerThread(Starlette(routes=[Route("/metrics", metrics)])) as server:
+        yield server.url
+
+
+def test_once_without_a_good_scrape_exits_1(broken_url: str, engine_url: str, tmp_path: Path) -> None:
+    # Issue 12: --once exited 0 when its only scrape failed or the text was malformed.
+    refused = "http://127.0.0.1:9"
+    for urls, needle in (
+        ([refused], "cannot connect"),
+        ([broken_url], "malformed Prometheus text"),
+        ([engine_url, refused], f"no good scrape of {refused}/metrics"),  # one engine of two is enough
+    ):
+        args = [a for u in urls for a in ("--scrape", u)]
+        result = invoke(*args, "--interval", "50ms", "--once", "--history", tmp_path / "h.sqlite")
+        assert result.exit_code == 1, result.output
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and "--once: no good scrape" in errors[0] and needle in errors[0], errors
+        assert "Traceback" not in result.output

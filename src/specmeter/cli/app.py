@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -17,6 +20,8 @@ from specmeter.cli import report as report_cmd
 from specmeter.cli import roi as roi_cmd
 from specmeter.cli import runs as runs_cmd
 from specmeter.cli import serve as serve_cmd
+from specmeter.cli.common import err_console
+from specmeter.exitcodes import EXIT_INTERRUPTED, help_epilog
 
 app = typer.Typer(
     name="specmeter",
@@ -25,24 +30,45 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.command("bench")(bench.bench)
-app.command("demo")(demo.demo)
-app.command("train")(train.train)
-app.command("distill")(distill.distill)
-app.command("compat")(compat.compat)
-app.command("doctor")(doctor.doctor)
-app.command("tune")(tune.tune)
-app.command("select")(select.select)
-app.command("serve")(serve_cmd.serve)
-app.command("load")(load_cmd.load)
-app.command("monitor")(monitor_cmd.monitor)
-app.command("golden")(golden_cmd.golden)
-app.command("drift")(drift_cmd.drift)
-app.add_typer(runs_cmd.app, name="runs")
-app.command("compare")(compare_cmd.compare)
-app.command("report")(report_cmd.report)
-app.command("roi")(roi_cmd.roi)
-app.command("plan")(plan_cmd.plan)
+COMMANDS: dict[str, Callable[..., None]] = {
+    "bench": bench.bench,
+    "demo": demo.demo,
+    "train": train.train,
+    "distill": distill.distill,
+    "compat": compat.compat,
+    "doctor": doctor.doctor,
+    "tune": tune.tune,
+    "select": select.select,
+    "serve": serve_cmd.serve,
+    "load": load_cmd.load,
+    "monitor": monitor_cmd.monitor,
+    "golden": golden_cmd.golden,
+    "drift": drift_cmd.drift,
+    "compare": compare_cmd.compare,
+    "report": report_cmd.report,
+    "roi": roi_cmd.roi,
+    "plan": plan_cmd.plan,
+}
+
+
+def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
+    """Ctrl-C where a command does not handle it itself (loading models, reading files): one line and
+    exit 130 instead of typer's silent 130 (commands that keep partial results say what they kept)."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except KeyboardInterrupt:
+            err_console.print("[yellow]Interrupted (Ctrl-C).[/]")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+    return run
+
+
+for _name, _command in COMMANDS.items():
+    app.command(_name, epilog=help_epilog(_name))(_interruptible(_command))
+app.add_typer(runs_cmd.app, name="runs", epilog=help_epilog("runs"))
 
 
 @app.callback()

@@ -17,13 +17,14 @@ import typer
 
 from specmeter.cli.common import check_outputs, console, fail
 from specmeter.cli.runs import run_inputs, store_option, store_path
+from specmeter.exitcodes import EXIT_FAILED
 
 if TYPE_CHECKING:
     from rich.text import Text
 
     from specmeter.store.compare import Block, Diff
 
-EXIT_REGRESSION = 1
+EXIT_REGRESSION = EXIT_FAILED
 
 _FAIL_ON_HELP = (
     "Exit 1 on a significant regression beyond a threshold, e.g. alpha=0.05,e_meas=0.1,ttft=10%. "

@@ -19,8 +19,7 @@ from pathlib import Path
 import typer
 
 from specmeter.cli.common import check_outputs, console, fail
-
-EXIT_CANNOT_CHECK = 3
+from specmeter.exitcodes import EXIT_CANNOT_CHECK
 
 
 def compat(

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from specmeter.cli.common import check_outputs, console, err_console, fail
+from specmeter.exitcodes import EXIT_FAILED
 
 if TYPE_CHECKING:
     from specmeter.monitoring.drift import DriftRow
     from specmeter.monitoring.requestlog import RequestObs
 
-EXIT_DROP = 1
+EXIT_DROP = EXIT_FAILED
 MAX_SHOWN_PROBLEMS = 50
 
 
@@ -211,9 +212,9 @@ def drift(
         ref_name = str(ref_path)
     current = _between(current_all, start, end) if stamped else current_all
     if not current:
-        fail("the current window holds no request", code=1)
+        fail("the current window holds no request", code=EXIT_FAILED)
     if not reference_obs:
-        fail(f"the reference ({ref_name}) holds no request", code=1)
+        fail(f"the reference ({ref_name}) holds no request", code=EXIT_FAILED)
     rows = compare_windows(reference_obs, current, level=level, min_requests=min_requests)
     since_text = f"since {_when(start)}" if start is not None else f"vs {ref_name}"
     console.print(f"current:   {_when(start)} → {_when(end)} ({len(current):,} requests)", markup=False)
@@ -228,7 +229,7 @@ def drift(
     if only:
         console.print(f"only in one window (not compared): {', '.join(only)}", markup=False, soft_wrap=True)
     if not rows:
-        fail("no domain appears in both windows", code=1)
+        fail("no domain appears in both windows", code=EXIT_FAILED)
     if json_out is not None:
         from specmeter.report.files import write_json_atomic
 

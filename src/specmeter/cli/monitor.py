@@ -24,6 +24,7 @@ from specmeter.cli.common import (
     fail,
     stdout_is_terminal,
 )
+from specmeter.exitcodes import EXIT_FAILED
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 if TYPE_CHECKING:
@@ -212,7 +213,7 @@ def monitor(
             )
         )
     except PrometheusError as e:
-        fail(f"--prometheus: {e}", code=1)
+        fail(f"--prometheus: {e}", code=EXIT_FAILED)
     except KeyboardInterrupt:
         err_console.print(f"stopped; history in {history}")
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -225,11 +226,21 @@ def monitor(
         windows = [w.as_dict() for t in monitor.trackers.values() for w in t.history]
         write_json_atomic(json_out, {"source": prometheus, "group_by": group_by, "windows": windows})
     if prometheus is not None and not monitor.trackers:
-        fail(f"--prometheus: no {kind or 'vllm'} speculative-decoding series in {prometheus}", code=1)
+        fail(
+            f"--prometheus: no {kind or 'vllm'} speculative-decoding series in {prometheus}", code=EXIT_FAILED
+        )
     if once and stdout_is_terminal() and not quiet:
         from specmeter.monitoring.live import render
 
         console.print(render(monitor.trackers, rules, rules.alpha_threshold))
+    if once:
+        # Nothing measured for a target (its scrape failed, or the text was not Prometheus'): a CI check or
+        # cron job must see it in the exit code, not only in a line it may never read.
+        failed = [t for t in monitor.trackers.values() if not any(w.error is None for w in t.history)]
+        if failed:
+            error = next((w.error for w in failed[0].history if w.error), "no window")
+            more = f" (and {len(failed) - 1} more target(s))" if len(failed) > 1 else ""
+            fail(f"--once: no good scrape of {failed[0].target}: {error}{more}", code=EXIT_FAILED)
 
 
 async def _watch(

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from specmeter.exitcodes import EXIT_NOISY_MACHINE
+
 __all__ = ["EXIT_NOISY_MACHINE", "LEVELS", "THRESHOLDS", "Level", "assess", "banner", "is_flagged"]
 
 Level = Literal["quiet", "busy", "unusable"]
@@ -40,9 +42,8 @@ THRESHOLDS: dict[str, float] = {
     "unusable_steal_share": 0.10,
 }
 
-# A measuring command run with --strict exits with this when the machine was busy or unusable (its results
-# are still written). Distinct from 1 (compare: regression), 2 (usage), 3 (compat: cannot check), 130.
-EXIT_NOISY_MACHINE = 4
+# A measuring command run with --strict exits with EXIT_NOISY_MACHINE (4) when the machine was busy or
+# unusable (its results are still written); every exit code is in specmeter.exitcodes.
 
 
 def _num(value: Any) -> float | None:

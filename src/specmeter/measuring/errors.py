@@ -8,7 +8,7 @@ an interruption) returns an exit code from the closing helper (``measuring.run.c
 
 from __future__ import annotations
 
-from specmeter.hygiene.verdict import EXIT_NOISY_MACHINE
+from specmeter.exitcodes import EXIT_INTERRUPTED, EXIT_NOISY_MACHINE, EXIT_OK, EXIT_USAGE
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -19,10 +19,7 @@ __all__ = [
     "MeasureInterrupted",
 ]
 
-EXIT_OK = 0
-EXIT_USAGE = 2  # a problem with the input: options, files, models; nothing was measured
-# EXIT_NOISY_MACHINE (4): --strict and the machine was busy or unusable; everything measured is written
-EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); whatever was measured is on disk
+# The codes themselves, with every command's, are the one table in specmeter.exitcodes.
 
 
 class MeasureError(Exception):

@@ -13,7 +13,8 @@ itself, and with ``cfg.strict`` a busy or unusable machine ends the command with
 
 Durability: the JSON exists (``complete: false``) from the moment the models are known, the run store
 holds the run as partial from the start, and Ctrl-C during the runs keeps everything finished so far; the
-run is then closed as partial with exit code 130.
+run is then closed as partial with exit code 130. Ctrl-C before any request was measured (loading the
+models, the cost curve) raises :class:`MeasureInterrupted` and leaves no run in the store.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_NOISY_MACHINE, EXIT_OK, MeasureError
+from specmeter.measuring.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_NOISY_MACHINE,
+    EXIT_OK,
+    MeasureError,
+    MeasureInterrupted,
+)
 from specmeter.metrics.records import BASELINE, RequestRecord, run_label
 
 if TYPE_CHECKING:
@@ -132,13 +139,16 @@ def run_candidates(
     vllm = cfg.backend == "vllm"
     target: Any
     drafts: list[Any]
-    if vllm:
-        from specmeter.measuring.vllm import load_handles
+    try:  # Ctrl-C before the first measurement: one line, exit 130, nothing left behind
+        if vllm:
+            from specmeter.measuring.vllm import load_handles
 
-        target, drafts = load_handles(cfg)
-    else:
-        target, drafts = load_models(cfg)
-    prompts = prepare_prompts(cfg, target)
+            target, drafts = load_handles(cfg)
+        else:
+            target, drafts = load_models(cfg)
+        prompts = prepare_prompts(cfg, target)
+    except KeyboardInterrupt:
+        raise MeasureInterrupted("Interrupted while loading the models; nothing was measured.") from None
     conversations = sum(1 for p in prompts if p.turns > 1)
     if conversations and vllm:
         reporter.warn(
@@ -158,6 +168,11 @@ def run_candidates(
     watch = start_watch(cfg)
     try:
         _measure(m, watch, measure, on_costs)
+    except KeyboardInterrupt:  # during the cost curve: no request was measured, so there is no run
+        recorder.discard()
+        raise MeasureInterrupted(
+            "Interrupted while measuring the cost curve; nothing was measured (no run recorded)."
+        ) from None
     finally:  # an error mid-run must not leave the sampler's thread behind
         m.hygiene = finish_watch(m, watch)
     if m.hygiene is not None:

@@ -86,6 +86,16 @@ class RunRecorder:
             self._guard("finishing the run", e)
         self.close()
 
+    def discard(self) -> None:
+        """Delete the run (nothing was measured: an empty partial run would only clutter the history)."""
+        if self._store is not None and self.run_id is not None:
+            try:
+                self._store.delete_run(self.run_id)
+            except (sqlite3.Error, StoreError) as e:
+                self._guard("deleting the empty run", e)
+        self.run_id = None
+        self.close()
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
