@@ -48,6 +48,8 @@ CASES = [
     Case("bench", ("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--store"),
     Case("tune", ("tune", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--json", same_as="{P}"),
     Case("select", ("select", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--csv"),
+    Case("demo", ("demo", "--quick"), "--out", directory=True),
+    Case("demo", ("demo", "--quick", "--out", "{O}"), "--store"),
     Case(
         "train",
         (

@@ -14,7 +14,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from specmeter.cli.common import RichReporter, console, end, fail, measure_errors, resolve_store
+from specmeter.cli.common import (
+    RichReporter,
+    check_outputs,
+    console,
+    end,
+    fail,
+    measure_errors,
+    resolve_store,
+)
 from specmeter.report.fmt import fmt_ci, fmt_num, fmt_pct
 
 
@@ -36,13 +44,15 @@ def demo(
     from specmeter.bundled.demo import run_demo
     from specmeter.bundled.models import missing_models
 
+    stored = resolve_store(store, no_store)
+    check_outputs({"--store": stored}, {"--models": models}, directories={"--out": out})
     missing = missing_models(models)
     if missing:
         where = f"in {models}" if models else "(bundled); rebuild them with `make models`"
         fail(f"demo models missing: {', '.join(missing)} {where}")
     with measure_errors():
         outcome = run_demo(
-            out, RichReporter(), quick=quick, store=resolve_store(store, no_store), threads=threads,
+            out, RichReporter(), quick=quick, store=stored, threads=threads,
             models=models,
         )  # fmt: skip
     if outcome.summary is None:  # interrupted: what was measured is on disk, the reporter said so

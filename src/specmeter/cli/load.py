@@ -51,11 +51,12 @@ def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
 
     count = estimate_tokens
     if tokenizer is not None:
-        from specmeter.engine.loader import ModelLoadError, load_tokenizer
+        from specmeter.engine.loader import load_tokenizer
+        from specmeter.modeldir import ModelDirError
 
         try:
             tok = load_tokenizer(tokenizer)
-        except ModelLoadError as e:
+        except ModelDirError as e:
             fail(f"--tokenizer: {e}")
 
         def count(prompt: Any) -> int:

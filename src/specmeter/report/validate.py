@@ -129,7 +129,7 @@ class _Checker:
                 self.bad(key, "a string" if kind is str else "true or false", value)
         if self.mapping("run", data.get("run")):
             self.mapping("run.config", data["run"].get("config"))
-        baseline = data.get("baseline")
+        baseline: Any = data.get("baseline")
         if self.mapping("baseline", baseline, null=False):
             self.summary("baseline.summary", baseline.get("summary"))
             self.by_category("baseline.by_category", baseline.get("by_category"))
