@@ -108,5 +108,5 @@ def test_demo_out_must_be_a_directory(tmp_path: Path) -> None:
     out = tmp_path / "file"
     out.write_text("keep me")
     result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out), "--no-store"])
-    assert result.exit_code == 2 and f"--out: {out} is not a directory" in result.stderr
+    assert result.exit_code == 2 and f"--out: {out} is a file; give a directory" in result.stderr
     assert out.read_text() == "keep me"
