@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "EXIT_CANNOT_CHECK",
+    "EXIT_CAVEATS",
     "EXIT_CODES",
     "EXIT_FAILED",
     "EXIT_INCOMPATIBLE",
@@ -29,6 +30,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command ran, and its check failed or nothing could be measured
 EXIT_USAGE = 2  # a problem with the input: options, files, models, output paths; nothing was measured
+EXIT_CAVEATS = 1  # compat only: the draft can serve the target, with caveats
 EXIT_INCOMPATIBLE = 2  # compat only: the draft cannot serve the target
 EXIT_CANNOT_CHECK = 3  # compat only: the check could not be made
 EXIT_NOISY_MACHINE = 4  # --strict: the machine was busy or unusable; everything measured is written
@@ -64,7 +66,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ),
     ExitCode(EXIT_FAILED, "no usable record in the logs", ("golden",)),
     ExitCode(EXIT_FAILED, "runs delete: not confirmed", ("runs",)),
-    ExitCode(1, "usable with caveats", ("compat",)),
+    ExitCode(EXIT_CAVEATS, "usable with caveats", ("compat",)),
     ExitCode(
         EXIT_USAGE,
         "usage error: a bad option, input file, model or output path, told in one error: line; "

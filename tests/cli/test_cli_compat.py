@@ -79,3 +79,17 @@ def test_unreadable_tokenizer_and_prompts_cannot_be_checked(tiny, tmp_path: Path
     prompts.write_text('{"id": 1}\n')
     result = _compat(tiny.target, tiny.draft, "--prompts", prompts)
     assert result.exit_code == 3 and "bad.jsonl:1: field 'prompt': missing" in result.stderr
+
+
+def test_truncated_weights_cannot_be_checked(tiny, tmp_path: Path) -> None:
+    # Issue 12: a draft whose safetensors file was cut short was COMPATIBLE (bench and serve refused it).
+    draft = Path(shutil.copytree(tiny.draft, tmp_path / "draft"))
+    weights = draft / "model.safetensors"
+    size = weights.stat().st_size
+    with weights.open("r+b") as fh:
+        fh.truncate(size - 1000)
+    result = _compat(tiny.target, draft)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.strip().splitlines() == [
+        f"error: {weights}: truncated safetensors file ({size - 1000:,} bytes; its header describes {size:,})"
+    ]

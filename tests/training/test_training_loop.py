@@ -173,3 +173,31 @@ def test_a_corpus_that_is_not_utf8_is_one_line(tiny, tmp_path: Path, command: st
         f"error: {corpus}:2: not valid UTF-8 (byte 0xe9 at column 14); convert the corpus to UTF-8 "
         "(iconv -f ENCODING -t UTF-8)"
     ]
+
+
+def test_distill_refuses_what_compat_refuses(tiny, tmp_path: Path, corpus: Path) -> None:
+    # Issue 12: distill with an unloadable target ended with an uncaught ModelLoadError, and with a draft
+    # of another vocabulary with an IndexError mid-training. Both are one line before any work now.
+    import shutil
+
+    broken = tmp_path / "target"
+    shutil.copytree(tiny.target, broken)
+    weights = broken / "model.safetensors"
+    size = weights.stat().st_size
+    with weights.open("r+b") as fh:
+        fh.truncate(size // 2)
+    out = tmp_path / "d"
+    base = ["distill", "--corpus", str(corpus), "--out", str(out), "--steps", "1"]
+    res = runner.invoke(app, [*base, "--target", str(broken), "--preset", "draft-tiny"])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert res.stderr.strip().splitlines() == [
+        f"error: {weights}: truncated safetensors file ({size // 2:,} bytes; its header describes {size:,})"
+    ]
+    res = runner.invoke(app, [*base, "--target", str(tiny.target), "--init", str(tiny.other_tokenizer_draft)])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: --init {tiny.other_tokenizer_draft} cannot be a draft"
+    )
+    assert "vocabularies differ" in lines[0] and lines[0].endswith("(specmeter compat shows every check)")
+    assert not out.exists() and not (tmp_path / "d.work").exists()

@@ -37,8 +37,9 @@ def distill(
     import torch
 
     from specmeter.cli.train import training_progress
-    from specmeter.engine.loader import load_tokenizer, read_config, resolve_device
-    from specmeter.modeldir import ModelDirError
+    from specmeter.engine.loader import load_tokenizer, resolve_device
+    from specmeter.modeldir import ModelDirError, inspect_model
+    from specmeter.selection.compat import check_compat
     from specmeter.training.data import CorpusError
     from specmeter.training.distill import (
         heldout_alpha,
@@ -65,10 +66,16 @@ def distill(
     )
     try:
         dev = resolve_device(device)
-        read_config(target)
+        # Config, tokenizer and weight headers (file sizes included) of both, before any work; the draft
+        # through the same checks as `specmeter compat`: its token ids must mean the target's tokens.
+        target_facts = inspect_model(target)
         tok = load_tokenizer(target)
         if init is not None:
-            read_config(init)
+            report = check_compat(target_facts, inspect_model(init))
+            if report.verdict == "incompatible":
+                why = "; ".join(f.message for f in report.findings if f.level == "incompatible")
+                fail(f"--init {init} cannot be a draft of --target {target}: {why} (specmeter compat shows "
+                     "every check)")  # fmt: skip
         prompts = read_prompts(corpus, seed=seed)
     except (ModelDirError, CorpusError) as e:
         fail(str(e))
@@ -77,34 +84,37 @@ def distill(
     work.mkdir(parents=True, exist_ok=True)
     held, train_prompts = prompts[-heldout:], prompts[:-heldout][:num_prompts]
 
-    if init is not None:
-        draft = load_trainable(init).to(dev)
-        before_dir = init
-    else:
-        draft = build_model(PRESETS[preset or ""], tok, seed).to(dev)
-        before_dir = export(draft, tok, work / "init")
-    alpha_before = heldout_alpha(target, before_dir, held, k=k) if heldout else float("nan")
+    try:
+        if init is not None:
+            draft = load_trainable(init).to(dev)
+            before_dir = init
+        else:
+            draft = build_model(PRESETS[preset or ""], tok, seed).to(dev)
+            before_dir = export(draft, tok, work / "init")
+        alpha_before = heldout_alpha(target, before_dir, held, k=k) if heldout else float("nan")
 
-    teacher_file = work / "teacher.jsonl"
-    with training_progress(len(train_prompts), "teacher", quiet) as progress:
-        task = progress.add_task("teacher data", total=len(train_prompts), loss="—", eval="—")
-        done = sum(1 for _ in teacher_file.open(encoding="utf-8")) if teacher_file.is_file() else 0
-        progress.update(task, completed=done)
-        teacher = load_trainable(target).to(dev)
-        with torch.inference_mode():
-            make_teacher_data(teacher, tok, train_prompts, teacher_file, new_tokens=new_tokens,
-                              on_batch=lambda n: progress.advance(task, n))  # fmt: skip
-        del teacher
-    rows = load_teacher_rows(teacher_file)[: len(train_prompts)]
-    cfg = TrainConfig(steps=steps, batch=batch, lr=lr, seed=seed, warmup=min(50, steps // 10 + 1))
-    with training_progress(steps, "distill", quiet) as progress:
-        task = progress.add_task("distill", total=steps, loss="—", eval="—")
-        train_on_teacher(
-            draft, rows, tok.pad_token_id, cfg, work / "checkpoint.pt",
-            on_step=lambda s, loss, ev: progress.update(task, completed=s, loss=f"{loss:.3f}"),
-        )  # fmt: skip
-    export(draft, tok, out)
-    alpha_after = heldout_alpha(target, out, held, k=k) if heldout else float("nan")
+        teacher_file = work / "teacher.jsonl"
+        with training_progress(len(train_prompts), "teacher", quiet) as progress:
+            task = progress.add_task("teacher data", total=len(train_prompts), loss="—", eval="—")
+            done = sum(1 for _ in teacher_file.open(encoding="utf-8")) if teacher_file.is_file() else 0
+            progress.update(task, completed=done)
+            teacher = load_trainable(target).to(dev)
+            with torch.inference_mode():
+                make_teacher_data(teacher, tok, train_prompts, teacher_file, new_tokens=new_tokens,
+                                  on_batch=lambda n: progress.advance(task, n))  # fmt: skip
+            del teacher
+        rows = load_teacher_rows(teacher_file)[: len(train_prompts)]
+        cfg = TrainConfig(steps=steps, batch=batch, lr=lr, seed=seed, warmup=min(50, steps // 10 + 1))
+        with training_progress(steps, "distill", quiet) as progress:
+            task = progress.add_task("distill", total=steps, loss="—", eval="—")
+            train_on_teacher(
+                draft, rows, tok.pad_token_id, cfg, work / "checkpoint.pt",
+                on_step=lambda s, loss, ev: progress.update(task, completed=s, loss=f"{loss:.3f}"),
+            )  # fmt: skip
+        export(draft, tok, out)
+        alpha_after = heldout_alpha(target, out, held, k=k) if heldout else float("nan")
+    except ModelDirError as e:  # weights that pass the header checks and still cannot be loaded
+        fail(str(e))
     console.print(
         f"saved {out}: held-out draft acceptance rate α (greedy, k={k}, {len(held)} prompts) "
         f"{alpha_before:.3f} → [bold]{alpha_after:.3f}[/]"

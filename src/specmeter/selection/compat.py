@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from specmeter.exitcodes import EXIT_CAVEATS, EXIT_INCOMPATIBLE, EXIT_OK
 from specmeter.modeldir import SPECIAL_ROLES, ModelFacts, TokenizerFacts
 from specmeter.report.fmt import fmt_bytes
 from specmeter.selection.tokens import (
@@ -38,7 +39,7 @@ VERDICT_OF: dict[Level, str] = {
     "caveat": "usable_with_caveats",
     "incompatible": "incompatible",
 }
-EXIT_CODES = {"compatible": 0, "usable_with_caveats": 1, "incompatible": 2}
+EXIT_CODES = {"compatible": EXIT_OK, "usable_with_caveats": EXIT_CAVEATS, "incompatible": EXIT_INCOMPATIBLE}
 _LISTED = 5  # differing ids / tokens quoted in a message
 
 

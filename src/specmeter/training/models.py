@@ -61,7 +61,12 @@ def load_trainable(path: Path) -> Any:
     """A Hugging Face checkpoint as a float32 model ready for training."""
     from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, local_files_only=True)
+    from specmeter.modeldir import ModelDirError, first_line
+
+    try:
+        return AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, local_files_only=True)
+    except Exception as e:  # transformers raises many types for a checkpoint it cannot load; one line
+        raise ModelDirError(f"{path}: cannot be loaded for training ({first_line(e)})") from e
 
 
 def export(model: Any, tokenizer: Any, out: Path, dtype: torch.dtype = torch.float16) -> Path:
