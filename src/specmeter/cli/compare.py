@@ -22,7 +22,7 @@ from specmeter.exitcodes import EXIT_FAILED
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from specmeter.store.compare import Block, Diff
+    from specmeter.store.compare import Block, Comparison, Diff
 
 EXIT_REGRESSION = EXIT_FAILED
 
@@ -59,7 +59,23 @@ def _mark(d: Diff) -> Text:
     return Text(text, style=style)
 
 
-def _block_table(block: Block, flagged: set[tuple[int, str]]) -> object:
+def _mismatch_banner(cmp: Comparison) -> None:
+    from rich.markup import escape
+
+    if not cmp.mismatches:
+        return
+    what = "; ".join(cmp.mismatches)
+    if cmp.withheld:
+        console.print(
+            f"[bold red]⚠ NOT COMPARABLE: {escape(what)}. Differences are shown, intervals and significance "
+            "are withheld: they would not be the change's. --force computes them anyway.[/]",
+            soft_wrap=True,
+        )
+    else:
+        console.print(f"[bold yellow]⚠ compared with --force although: {escape(what)}.[/]", soft_wrap=True)
+
+
+def _block_table(block: Block, flagged: set[tuple[int, str]], *, withheld: bool = False) -> object:
     from rich.table import Table
     from rich.text import Text
 
@@ -76,7 +92,7 @@ def _block_table(block: Block, flagged: set[tuple[int, str]]) -> object:
         ci = "—" if d.ci is None else f"[{_fmt(d.metric, d.ci[0], True)}, {_fmt(d.metric, d.ci[1], True)}]"
         if d.ci is not None and d.approximate:
             ci = "≈ " + ci
-        mark = _mark(d)
+        mark = Text("withheld: not comparable", style="bold red") if withheld else _mark(d)
         if (id(block), d.metric) in flagged:
             mark.append("  REGRESSION", style="bold red")
         table.add_row(
@@ -93,6 +109,12 @@ def compare(
     resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples per run."),
     independent: bool = typer.Option(
         False, "--independent", help="Resample each run's requests independently even when they match."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Compute intervals and significance (and test --fail-on) even when A and B differ in prompt "
+        "set, kind of run, target, k or temperature.",
     ),
     store: Path | None = store_option(),
 ) -> None:
@@ -121,19 +143,25 @@ def compare(
     except StoreError as e:
         fail(str(e))
     try:
-        cmp = compare_sources(a, b, n_resamples=resamples, paired=not independent)
+        cmp = compare_sources(a, b, n_resamples=resamples, paired=not independent, force=force)
     except ValueError as e:
         fail(f"cannot compare {a.name} with {b.name}: {e}")
+    if cmp.withheld and thresholds is not None:
+        why = "; ".join(cmp.mismatches)
+        fail(f"--fail-on: {a.name} and {b.name} are not comparable ({why}); --force tests them anyway")
     found, untested = regressions(cmp, thresholds) if thresholds else ([], [])
     flagged = {(id(r.block), r.diff.metric) for r in found}
 
-    console.print(f"[bold]A[/] = {a.name}    [bold]B[/] = {b.name}    (B − A; ▲/▼ = 95% interval excludes 0)")
+    legend = "intervals withheld" if cmp.withheld else "▲/▼ = 95% interval excludes 0"
+    console.print(f"[bold]A[/] = {a.name}    [bold]B[/] = {b.name}    (B − A; {legend})")
+    _mismatch_banner(cmp)
     for block in cmp.blocks:
-        console.print(_block_table(block, flagged))
+        console.print(_block_table(block, flagged, withheld=cmp.withheld))
     for note in cmp.notes:
         console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
     for key in untested:
         console.print(f"[yellow]--fail-on {key}: not tested, the comparison has no interval for it[/]")
+    _mismatch_banner(cmp)  # again at the end, where a reader of a long comparison looks last
     if json_out is not None:
         write_json_atomic(json_out, comparison_to_dict(cmp, found))
     if thresholds is None:

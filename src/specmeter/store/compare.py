@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import Any, Literal
 
 import numpy as np
@@ -30,7 +31,7 @@ from specmeter.metrics.records import BASELINE, run_label
 from specmeter.store.resample import N_RESAMPLES, RequestSample, metric_keys
 from specmeter.store.sources import RunSource
 
-__all__ = ["ALL", "Block", "Comparison", "Diff", "compare_sources", "metric_label"]
+__all__ = ["ALL", "Block", "Comparison", "Diff", "compare_sources", "metric_label", "mismatches"]
 
 _Z95 = 1.959963984540054
 ALL = "all"
@@ -106,6 +107,10 @@ class Comparison:
     approximate: bool
     blocks: list[Block] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Why A and B do not measure the same thing (prompt sets, kinds, targets, k, temperature); unless
+    # forced, intervals and significance are then withheld: a difference would not be the change's.
+    mismatches: list[str] = field(default_factory=list)
+    withheld: bool = False
 
 
 # -------------------------------------------------------------------------------- matching
@@ -304,16 +309,18 @@ def _int(value: Any) -> int | None:
 
 
 def compare_sources(
-    a: RunSource, b: RunSource, *, n_resamples: int = N_RESAMPLES, paired: bool = True
+    a: RunSource, b: RunSource, *, n_resamples: int = N_RESAMPLES, paired: bool = True, force: bool = False
 ) -> Comparison:
     """Compare run B against run A; raises ValueError when nothing can be matched.
 
     ``paired`` allows the paired bootstrap where both runs hold the same requests; False forces
-    independent resampling.
+    independent resampling. When the runs do not measure the same thing (:func:`mismatches`, or matched
+    candidates of different k) the intervals are withheld (``withheld``) unless ``force``.
     """
     exact = bool(a.requests) and bool(b.requests)
     cmp = Comparison(a_name=a.name, b_name=b.name, approximate=not exact)
     cmp.notes.extend(a.notes + b.notes)
+    cmp.mismatches = mismatches(a, b)
     for side, source in (("A", a), ("B", b)):
         machine = source.result.get("hygiene")
         if isinstance(machine, Mapping) and machine.get("verdict") in ("busy", "unusable"):
@@ -326,8 +333,67 @@ def compare_sources(
         _compare_exact(a, b, cmp, n_resamples, paired)
     else:
         _compare_approx(a, b, cmp)
+        lacking = [f"{side} ({s.name})" for side, s in (("A", a), ("B", b)) if not s.requests]
+        whose = " and ".join(lacking)
         cmp.notes.append(
-            "intervals are approximate: without per-request records (a result JSON file) they combine each "
-            "run's own 95% interval as if normal; latency percentiles get none"
+            f"intervals are approximate: run {whose} {'has' if len(lacking) == 1 else 'have'} no per-request "
+            "records (a result JSON file), so they combine each run's own 95% interval as if normal; latency "
+            "percentiles get none"
         )
+    cmp.mismatches += [
+        f"different draft lengths: {_run(ka)} (A) against {_run(kb)} (B)"
+        for ka, kb in _pairs(a, b, []) if ka[1] != kb[1]
+    ]  # fmt: skip
+    if cmp.mismatches and not force:
+        cmp.withheld = True
+        cmp.blocks = [replace(block, rows=[replace(d, ci=None) for d in block.rows]) for block in cmp.blocks]
     return cmp
+
+
+def _section(result: Mapping[str, Any], *keys: str) -> Mapping[str, Any]:
+    for key in keys:
+        value = result.get(key) if isinstance(result, Mapping) else None
+        result = value if isinstance(value, Mapping) else {}
+    return result
+
+
+def _target(result: Mapping[str, Any]) -> str | None:
+    name = _section(result, "run", "models", "target").get("name")
+    if name is None:
+        config = _section(result, "run", "config")
+        name = config.get("model") or (PurePath(str(config["target"])).name if config.get("target") else None)
+    return None if name is None else str(name)
+
+
+def _request_ids(source: RunSource) -> set[str] | None:
+    return {r.record.id for r in source.requests} if source.requests else None
+
+
+def mismatches(a: RunSource, b: RunSource) -> list[str]:
+    """What makes A and B measure different things: the kind of run (bench, load, …), the target, the
+    prompt set (request ids where both runs have them, else the golden set's file name) and the sampling
+    temperature. A run that covers part of the other's prompts (interrupted) is not a mismatch."""
+    out = []
+    ka, kb = a.result.get("kind"), b.result.get("kind")
+    if ka and kb and ka != kb:
+        out.append(f"different kinds of run: A is {ka}, B is {kb}")
+    ta, tb = _target(a.result), _target(b.result)
+    if ta and tb and ta != tb:
+        out.append(f"different targets: A {ta}, B {tb}")
+    ids_a, ids_b = _request_ids(a), _request_ids(b)
+    if ids_a is not None and ids_b is not None:
+        if not (ids_a <= ids_b or ids_b <= ids_a):
+            out.append(
+                f"different prompt sets: {len(ids_a & ids_b)} request ids in common of A's {len(ids_a)} and "
+                f"B's {len(ids_b)}"
+            )
+    else:
+        pa = _section(a.result, "run", "config").get("prompts")
+        pb = _section(b.result, "run", "config").get("prompts")
+        if pa and pb and PurePath(str(pa)).name != PurePath(str(pb)).name:
+            out.append(f"different prompt sets: A {pa}, B {pb}")
+    temp_a = _num(_section(a.result, "run", "config").get("temperature"))
+    temp_b = _num(_section(b.result, "run", "config").get("temperature"))
+    if temp_a is not None and temp_b is not None and temp_a != temp_b:
+        out.append(f"different sampling temperatures: A {temp_a:g}, B {temp_b:g}")
+    return out

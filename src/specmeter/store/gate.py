@@ -92,6 +92,9 @@ def comparison_to_dict(cmp: Comparison, found: Sequence[Regression] = ()) -> dic
         "a": cmp.a_name,
         "b": cmp.b_name,
         "approximate": cmp.approximate,
+        "comparable": not cmp.mismatches,
+        "mismatches": list(cmp.mismatches),
+        "withheld": cmp.withheld,
         "notes": list(cmp.notes),
         "blocks": [
             {
