@@ -149,7 +149,7 @@ def test_ctrl_c_exits_130(urls: tuple[str, str], prompts: Path, monkeypatch: pyt
     monkeypatch.setattr(specmeter.serving.loadrun, "execute_load", interrupted)
     result = invoke("--endpoint", urls[0], "--prompts", prompts)
     assert result.exit_code == 130
-    assert "every finished request is on disk" in result.stderr
+    assert "every request sent is on disk" in result.stderr
 
 
 def test_trace_replay_paired_with_breakdowns_by_length_and_temperature(

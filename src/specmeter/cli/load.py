@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
@@ -15,6 +16,7 @@ import typer
 from rich.markup import escape
 
 from specmeter.cli.common import EXIT_INTERRUPTED, check_outputs, console, err_console, fail, parse_int_list
+from specmeter.exitcodes import EXIT_FAILED
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 
@@ -66,6 +68,29 @@ def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
         return assign_prompts(load_trace(path), prompts, count, where=str(path))
     except TraceError as e:
         fail(str(e))
+
+
+def _check_failures(result: dict[str, Any], endpoint: str, max_error_rate: float | None) -> None:
+    """Exit 1 (one line) when nothing was measured, or more requests failed than ``--max-error-rate``."""
+    blocks = [
+        block
+        for level in result.get("candidates") or []
+        for block in (level.get("load"), (level.get("baseline") or {}).get("load"))
+        if isinstance(block, dict)
+    ]
+    sent = sum(int(b.get("requests_sent") or 0) for b in blocks)
+    failed = sum(int(b.get("failed") or 0) for b in blocks)
+    errors: Counter[str] = Counter()
+    for b in blocks:
+        errors.update(b.get("errors") or {})
+    first = next((f.get("error") for b in blocks for f in b.get("failures") or [] if f.get("error")), None)
+    causes = ", ".join(f"{kind} ×{n}" for kind, n in errors.most_common(3))
+    if sent == 0 or failed == sent:
+        fail(f"nothing measured: none of the {sent} request(s) to {endpoint} completed"
+             + (f" (first failure: {first})" if first else ""), code=EXIT_FAILED)  # fmt: skip
+    if max_error_rate is not None and failed / sent > max_error_rate:
+        fail(f"--max-error-rate {max_error_rate:g}: {failed} of {sent} requests failed ({failed / sent:.1%}: "
+             f"{causes})", code=EXIT_FAILED)  # fmt: skip
 
 
 def _extra_body(value: str | None) -> dict[str, Any]:
@@ -156,6 +181,12 @@ def load(
     strict: bool = typer.Option(
         False, "--strict", help="Exit 4 when other processes made this machine busy during the run."
     ),
+    max_error_rate: float | None = typer.Option(
+        None,
+        "--max-error-rate",
+        help="Exit 1 when more than this share of the requests sent (0 to 1, over every level and both "
+        "endpoints) failed. Without it, load exits 1 only when no request completed.",
+    ),
 ) -> None:
     """Load-test an OpenAI-compatible server: latency under load, server-side acceptance, E_meas per level."""
     from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
@@ -194,6 +225,8 @@ def load(
         fail("--limit and --duration both bound a level; give one of them")
     if warmup < 0:
         fail(f"--warmup must be >= 0, got {warmup}")
+    if max_error_rate is not None and not 0.0 <= max_error_rate <= 1.0:  # NaN fails too
+        fail(f"--max-error-rate must be a share between 0 and 1, got {max_error_rate:g}")
     if not 0.0 < top_p <= 1.0:
         fail(f"--top-p must be in (0, 1], got {top_p:g}")
     for name, url in (("--endpoint", endpoint), ("--baseline", baseline)):
@@ -286,13 +319,17 @@ def load(
     except LoadError as e:
         fail(str(e))
     except KeyboardInterrupt:
-        err_console.print("[yellow]Interrupted; every finished request is on disk.[/]")
+        err_console.print(
+            "[yellow]Interrupted; every request sent is on disk (those still in flight as interrupted).[/]",
+            soft_wrap=True,
+        )
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if not quiet:
         render_load(result, console)
     hygiene = result.get("hygiene") or {}
     if quiet and hygiene.get("message"):
         err_console.print(f"[bold yellow]{escape(hygiene['message'])}[/]", soft_wrap=True)
+    _check_failures(result, endpoint, max_error_rate)
     if strict and hygiene.get("verdict") in ("busy", "unusable"):
         from specmeter.hygiene.verdict import EXIT_NOISY_MACHINE
 

@@ -20,7 +20,7 @@ import contextlib
 import json
 import ssl
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -87,6 +87,12 @@ class RequestOutcome:
     @property
     def partial(self) -> bool:
         return not self.ok and self.record.output_tokens > 0
+
+
+# What to do about HTTP 401/403, wherever specmeter meets one as a client (load, its model lookup).
+AUTH_HINT = (
+    "the server wants an API key: pass it with --api-key or the SPECMETER_API_KEY environment variable"
+)
 
 
 def _error_message(body: bytes) -> str:
@@ -288,6 +294,8 @@ async def _run(
             if response.status_code != 200:
                 body = await response.aread()
                 state.error = f"HTTP {response.status_code}: {_error_message(body)}"
+                if response.status_code in (401, 403):
+                    state.error += f" ({AUTH_HINT})"
                 return
             # Raw bytes skip httpx's decoder layer (measurably cheaper per chunk); compressed bodies need it.
             encoding = response.headers.get("content-encoding", "identity").lower()
@@ -337,10 +345,13 @@ async def stream_request(
     stall_timeout: float = 60.0,
     total_timeout: float | None = None,
     connect_timeout: float = 10.0,
+    on_cancel: Callable[[RequestOutcome], None] | None = None,
 ) -> RequestOutcome:
     """Send one streaming request and measure it; never raises for server or network failures.
 
-    Cancellation (Ctrl-C) propagates: a request cut short by the user is not a measurement.
+    Cancellation (Ctrl-C) propagates: a request cut short by the user is not a measurement. The server
+    received it all the same, so ``on_cancel`` gets its outcome first (``interrupted``, with whatever had
+    arrived), for the caller's records to count every request that was sent.
     """
     state = _Stream(t0=perf_counter())
     timeout = httpx.Timeout(connect=connect_timeout, read=stall_timeout, write=connect_timeout, pool=None)
@@ -352,6 +363,11 @@ async def stream_request(
             await asyncio.wait_for(run, total_timeout)
     except asyncio.TimeoutError:
         state.error = f"timeout: the request took longer than {total_timeout:g}s"
+    except asyncio.CancelledError:
+        if on_cancel is not None:
+            state.error = "interrupted: Ctrl-C while the request was in flight"
+            on_cancel(state.outcome(request))
+        raise
     return state.outcome(request)
 
 

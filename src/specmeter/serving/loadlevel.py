@@ -110,7 +110,8 @@ class LevelRunner:
             turns = prompt_of(self.cfg, index).turns
             answers: list[str] = []
             while True:
-                outcome = await self.streams.send(build_request(self.cfg, ep, index, answers), slot)
+                # Cancelled in flight (Ctrl-C): the server got it, so it is recorded, as interrupted.
+                outcome = await self.streams.send(build_request(self.cfg, ep, index, answers), slot, done)
                 if len(answers) + 1 == turns or not outcome.ok:
                     return outcome
                 done(outcome)

@@ -44,13 +44,17 @@ class Streams:
         """Create the pools for ``slots`` slots now, outside any measured interval."""
         self.shards.prepare(slots)
 
-    async def send(self, request: StreamRequest, slot: int) -> RequestOutcome:
+    async def send(
+        self, request: StreamRequest, slot: int, on_cancel: OnOutcome | None = None
+    ) -> RequestOutcome:
+        """One request; ``on_cancel`` gets its ``interrupted`` outcome if Ctrl-C cancels it in flight."""
         return await stream_request(
             self.shards.get(slot),
             request,
             headers=self.headers,
             stall_timeout=self.stall_timeout,
             total_timeout=self.request_timeout,
+            on_cancel=on_cancel,
         )
 
     async def aclose(self) -> None:
@@ -86,7 +90,8 @@ async def open_loop(
 ) -> None:
     """Send request after request at the schedule's gaps (seconds), then wait for all of them to end.
 
-    No request is sent at or after ``deadline``; cancellation cancels every request in flight.
+    No request is sent at or after ``deadline``; cancellation cancels every request in flight and waits
+    for them to end, so that what they record on cancellation is recorded before the caller's files close.
     """
     tasks: set[asyncio.Task[None]] = set()
 
@@ -107,5 +112,8 @@ async def open_loop(
             next_at += next(gaps)
         await asyncio.gather(*list(tasks))
     finally:
-        for task in tasks:
+        pending = list(tasks)
+        for task in pending:
             task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -17,6 +17,7 @@ from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_de
 from specmeter.monitoring.adapters import CounterDelta, Reading, counter_delta, detect_kind, read_counters
 from specmeter.monitoring.monitor import sglang_server_info_tau
 from specmeter.monitoring.promtext import ScrapeError, metrics_url, scrape
+from specmeter.serving.client import AUTH_HINT
 from specmeter.serving.loadconfig import Endpoint, LoadConfig, LoadError, Role
 
 __all__ = ["ServerReadings", "endpoints_for", "read", "resolve"]
@@ -62,6 +63,9 @@ async def _first_model(client: httpx.AsyncClient, ep: Endpoint, headers: dict[st
         response = await client.get(url, headers=headers, timeout=10.0)
     except httpx.HTTPError as e:
         raise LoadError(f"cannot reach {url}: {e or type(e).__name__}") from e
+    if response.status_code in (401, 403):
+        refused = " (the key given was refused)" if headers else ""
+        raise LoadError(f"{url} answered HTTP {response.status_code}{refused}: {AUTH_HINT}")
     if response.status_code != 200:
         raise LoadError(f"{url} answered HTTP {response.status_code}; pass --model to skip the lookup")
     try:
