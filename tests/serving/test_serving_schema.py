@@ -109,3 +109,15 @@ def test_accepted_bodies() -> None:
     assert chat.max_tokens == 4  # max_completion_tokens wins, as in OpenAI's API
     defaults = parse_request({"prompt": "x"}, "completion", "m")
     assert (defaults.temperature, defaults.max_tokens, defaults.stream) == (1.0, None, False)
+
+
+@pytest.mark.parametrize("seed", [2**63, -(2**63) - 1, 1180591620717411303424, 1.5, "7", True])
+def test_seed_outside_64_bits_is_a_400(seed: Any) -> None:
+    # Issue 12: "seed": 1180591620717411303424 was an HTTP 500 (OverflowError in torch's manual_seed).
+    error = _error({"prompt": "x", "seed": seed})
+    assert (error.status, error.param) == (400, "seed") and "between" in error.message
+
+
+def test_seed_at_the_64_bit_bounds_is_accepted() -> None:
+    for seed in (2**63 - 1, -(2**63), 0):
+        assert parse_request({"prompt": "x", "seed": seed}, "completion", "m").seed == seed

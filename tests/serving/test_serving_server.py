@@ -216,3 +216,41 @@ def test_request_log_has_the_three_fields(servers: dict[str, Any]) -> None:
     assert last["run"] == "serve" and last["k"] == 4 and last["category"] == "completion"
     assert last["output_tokens"] >= 1 and last["latency_ms"] >= last["ttft_ms"] > 0
     assert last["drafted_tokens"] >= last["accepted_tokens"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "param"),
+    [
+        (b'{"prompt": "x", "max_tokens": 2, "seed": 1180591620717411303424}', "seed"),
+        (b'{"prompt": "x", "max_tokens": 2, "temperature": NaN}', "temperature"),  # Python's json reads NaN
+        (b'{"prompt": "x", "max_tokens": 2, "top_p": Infinity}', "top_p"),
+        (b'{"prompt": [1, 99999999999999999999999999]}', "prompt"),
+        (b'{"prompt": "x", "max_tokens": 100000000000000000000000}', "prompt"),
+        (b"[" * 100_000 + b"]" * 100_000, None),  # deeper than json's recursion limit
+    ],
+)
+def test_every_field_is_range_checked(servers: dict[str, Any], raw: bytes, param: str | None) -> None:
+    # Issue 12: a value out of range must be the client's 400, never the server's 500.
+    response = httpx.post(
+        servers["spec"] + "/v1/completions", content=raw, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["param"] == param
+
+
+def test_context_length_messages_count_what_they_say(servers: dict[str, Any]) -> None:
+    import re
+
+    for url, k in ((servers["spec"], 4), (servers["base"], 0)):
+        response = httpx.post(url + "/v1/completions", json={"prompt": "hello there", "max_tokens": 1020})
+        assert response.status_code == 400
+        message = response.json()["error"]["message"]
+        match = re.search(
+            r"maximum context length is (\d+) tokens\. However, you requested (\d+) tokens \((\d+) in the "
+            r"prompt, (\d+) in the completion, (\d+) reserved",
+            message,
+        )
+        assert match is not None, message
+        context, total, prompt, completion, reserved = map(int, match.groups())
+        assert total == prompt + completion + reserved > context and completion == 1020
+        assert reserved == k + 1

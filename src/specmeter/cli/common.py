@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -13,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from specmeter.measuring.config import SEED_MAX
 from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_USAGE, MeasureError, MeasureInterrupted
 from specmeter.measuring.outputs import PathOption, check_output_paths
 
@@ -26,6 +28,8 @@ __all__ = [
     "EXIT_USAGE",
     "RichReporter",
     "check_outputs",
+    "check_range",
+    "check_seed",
     "console",
     "end",
     "err_console",
@@ -82,6 +86,44 @@ def end(exit_code: int) -> None:
     """Exit with ``exit_code`` (an Outcome's) unless it is 0: a command that returns exits 0."""
     if exit_code:
         raise typer.Exit(exit_code)
+
+
+def check_range(
+    option: str,
+    value: float | None,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> None:
+    """Fail (one line naming the option) unless ``value`` is None or a finite number in the range.
+
+    NaN and ±inf never pass: typer reads ``nan`` and ``inf`` as floats, and either would reach the
+    measurement (a NaN temperature crashed mid-run, an infinite one reported α 1.000).
+    """
+    if value is None:
+        return
+    ok = math.isfinite(value)
+    ok = ok and (low is None or (value > low if low_open else value >= low))
+    ok = ok and (high is None or (value < high if high_open else value <= high))
+    if ok:
+        return
+    if low is not None and high is not None:
+        wanted = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    elif low is not None:
+        wanted = f"{'>' if low_open else '>='} {low:g}"
+    elif high is not None:
+        wanted = f"{'<' if high_open else '<='} {high:g}"
+    else:
+        wanted = "a finite number"
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    fail(f"{option} must be {wanted}, got {shown}")
+
+
+def check_seed(option: str, seed: int) -> None:
+    if not 0 <= seed <= SEED_MAX:
+        fail(f"{option} must be an integer from 0 to 2^62, got {seed}")
 
 
 def parse_int_list(value: str, option: str) -> list[int]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.common import check_outputs, check_range, check_seed, console, fail
 
 
 def distill(
@@ -55,9 +55,15 @@ def distill(
         fail("give exactly one of --init DIR or --preset NAME")
     if preset is not None and preset not in PRESETS:
         fail(f"--preset: {preset!r} is not one of {', '.join(PRESETS)}")
-    for name, value in (("--num-prompts", num_prompts), ("--steps", steps), ("--batch", batch), ("--k", k)):
+    for name, value in (
+        ("--num-prompts", num_prompts), ("--steps", steps), ("--batch", batch), ("--k", k),
+        ("--new-tokens", new_tokens),
+    ):  # fmt: skip
         if value < 1:
             fail(f"{name} must be >= 1")
+    check_range("--heldout", heldout, low=0)
+    check_range("--lr", lr, low=0, low_open=True, high=1)
+    check_seed("--seed", seed)
     work = work or out.with_name(out.name + ".work")
     check_outputs(
         {},

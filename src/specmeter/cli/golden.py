@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, err_console, fail
+from specmeter.cli.common import check_outputs, check_seed, console, err_console, fail
 
 FORMAT_CHOICES = ("auto", "openai", "sharegpt", "csv", "specbench", "specmeter")
 
@@ -61,6 +61,7 @@ def golden(
         fail(f"--format: {fmt!r} is not one of {', '.join(FORMAT_CHOICES)}")
     if n is not None and n < 1:
         fail(f"--n must be >= 1, got {n}")
+    check_seed("--seed", seed)
     if mix is not None and n is None:
         fail("--mix needs --n (the total number of prompts to split by the mix)")
     if not 0.0 < near_threshold <= 1.0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any, cast
@@ -15,9 +16,20 @@ from typing import Any, cast
 import typer
 from rich.markup import escape
 
-from specmeter.cli.common import EXIT_INTERRUPTED, check_outputs, console, err_console, fail, parse_int_list
+from specmeter.cli.common import (
+    EXIT_INTERRUPTED,
+    check_outputs,
+    check_range,
+    check_seed,
+    console,
+    err_console,
+    fail,
+    parse_int_list,
+)
 from specmeter.exitcodes import EXIT_FAILED
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
+
+MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
 
 
 def _rates(value: str) -> list[float]:
@@ -27,8 +39,8 @@ def _rates(value: str) -> list[float]:
             rate = float(part)
         except ValueError:
             fail(f"--rate: {part.strip()!r} is not a number (requests per second)")
-        if rate <= 0:
-            fail(f"--rate: {part.strip()} must be > 0 requests per second")
+        if not (math.isfinite(rate) and rate > 0):
+            fail(f"--rate: {part.strip()} must be a finite number > 0 (requests per second)")
         out.append(rate)
     return sorted(set(out))
 
@@ -198,12 +210,10 @@ def load(
         fail(f"--arrival: {arrival!r} is not one of poisson, constant, gamma")
     if burstiness is not None and arrival != "gamma":
         fail("--burstiness applies to --arrival gamma")
-    if burstiness is not None and not burstiness > 0:
-        fail(f"--burstiness must be > 0, got {burstiness:g}")
+    check_range("--burstiness", burstiness, low=0, low_open=True)
     if trace is None and (tokenizer is not None or trace_speed != 1.0):
         fail("--tokenizer and --trace-speed apply to --trace")
-    if not trace_speed > 0:
-        fail(f"--trace-speed must be > 0, got {trace_speed:g}")
+    check_range("--trace-speed", trace_speed, low=0, low_open=True)
     if trace is not None and duration is not None:
         fail("--trace sets the level's length; --duration does not apply")
     temperatures = _temperatures(temperature)
@@ -219,16 +229,14 @@ def load(
         ("--stall-timeout", stall_timeout),
         ("--request-timeout", request_timeout),
     ):
-        if seconds is not None and seconds <= 0:
-            fail(f"{name} must be > 0 seconds, got {seconds:g}")
+        check_range(name, seconds, low=0, low_open=True, high=MAX_SECONDS)
     if limit is not None and duration is not None:
         fail("--limit and --duration both bound a level; give one of them")
     if warmup < 0:
         fail(f"--warmup must be >= 0, got {warmup}")
-    if max_error_rate is not None and not 0.0 <= max_error_rate <= 1.0:  # NaN fails too
-        fail(f"--max-error-rate must be a share between 0 and 1, got {max_error_rate:g}")
-    if not 0.0 < top_p <= 1.0:
-        fail(f"--top-p must be in (0, 1], got {top_p:g}")
+    check_range("--max-error-rate", max_error_rate, low=0, high=1)
+    check_range("--top-p", top_p, low=0, low_open=True, high=1)
+    check_seed("--seed", seed)
     for name, url in (("--endpoint", endpoint), ("--baseline", baseline)):
         if url is not None and not url.startswith(("http://", "https://")):
             fail(f"{name}: {url!r} is not an http(s) URL")

@@ -19,6 +19,7 @@ import typer
 from specmeter.cli.common import (
     EXIT_INTERRUPTED,
     check_outputs,
+    check_range,
     console,
     err_console,
     fail,
@@ -36,12 +37,18 @@ if TYPE_CHECKING:
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "": 1.0}
 
 
+MAX_SECONDS = 366 * 86400.0  # windows, look-backs and runs up to a year
+
+
 def parse_seconds(value: str, option: str) -> float:
-    """``15s``, ``500ms``, ``2m``, ``1h`` or a bare number of seconds; > 0."""
+    """``15s``, ``500ms``, ``2m``, ``1h`` or a bare number of seconds; > 0 and at most a year."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|d|)\s*", value)
     if match is None or float(match.group(1)) <= 0:
         fail(f"{option}: {value!r} is not a positive duration such as 15s, 500ms or 2m")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if seconds > MAX_SECONDS:
+        fail(f"{option}: {value!r} is longer than a year (366d)")
+    return seconds
 
 
 def monitor(
@@ -127,6 +134,7 @@ def monitor(
             fail(f"{name} must be >= 1, got {value}")
     if alert_alpha is not None and not 0.0 < alert_alpha <= 1.0:
         fail(f"--alert-alpha must be in (0, 1], got {alert_alpha:g}")
+    check_range("--tau-baseline", tau_baseline, low=1)  # τ = 1 + A/S is at least 1
     if alert_tau_drop is not None and not 0.0 < alert_tau_drop < 100.0:
         fail(f"--alert-tau-drop must be a percentage in (0, 100), got {alert_tau_drop:g}")
     if prometheus is not None and server not in ("auto", "vllm", "specmeter", "llamacpp"):

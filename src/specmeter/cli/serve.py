@@ -93,6 +93,11 @@ def serve(
         )
     except ModelDirError as e:
         fail(str(e))
+    context = engine.context_length
+    if engine.k and context is not None and engine.k + 2 > context:
+        need = engine.k + 1
+        fail(f"--k {engine.k}: a step needs k + 1 = {need} positions beyond the prompt, and the target holds "
+             f"{context} positions in all")  # fmt: skip
     config = ServeConfig(
         api_key=api_key,
         log_path=log,

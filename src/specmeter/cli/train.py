@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.common import check_outputs, check_range, check_seed, console, fail
 
 
 def training_progress(total: int, description: str, quiet: bool = False) -> Any:
@@ -71,9 +71,15 @@ def train(
 
     if preset not in PRESETS:
         fail(f"--preset: {preset!r} is not one of {', '.join(PRESETS)}")
-    for name, value in (("--steps", steps), ("--batch", batch), ("--seq-len", seq_len)):
-        if value < 1:
+    for name, value in (
+        ("--steps", steps), ("--batch", batch), ("--seq-len", seq_len), ("--hidden", hidden),
+        ("--layers", layers), ("--heads", heads), ("--kv-heads", kv_heads), ("--intermediate", intermediate),
+    ):  # fmt: skip
+        if value is not None and value < 1:
             fail(f"{name} must be >= 1")
+    check_range("--vocab-size", vocab_size, low=1)
+    check_range("--lr", lr, low=0, low_open=True, high=1)
+    check_seed("--seed", seed)
     work = work or out.with_name(out.name + ".work")
     check_outputs(
         {}, {"--corpus": corpus, "--tokenizer": tokenizer}, directories={"--out": out, "--work": work}

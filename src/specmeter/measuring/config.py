@@ -13,6 +13,7 @@ Nothing here imports torch; the vLLM option checks import the vLLM backend's met
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ IMPLEMENTATIONS = ("auto", "native", "transformers")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # The devices torch names: "auto" picks CUDA when it is there, else the CPU.
 _DEVICE = re.compile(r"auto|cpu|(cuda|mps|xpu)(:\d+)?")
+
+SEED_MAX = 2**62  # a seed plus a request's index stays a 64-bit integer (torch's generators, vLLM)
 
 # Draft lengths each command tries when none are given.
 BENCH_K = (4,)
@@ -125,6 +128,11 @@ class MeasureConfig:
         _at_least("--limit", self.limit, 1)
         _at_least("--cost-repeats", self.cost_repeats, 1)
         _at_least("--threads", self.threads, 1)
+        cpus = os.cpu_count() or 1
+        if self.threads is not None and self.threads > cpus:  # torch segfaults at 100000; > cores never helps
+            raise MeasureError(f"--threads must be at most this machine's {cpus} CPUs, got {self.threads}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= SEED_MAX:
+            raise MeasureError(f"--seed must be an integer from 0 to 2^62, got {self.seed}")
         check_output_paths(self.outputs, self.inputs)
 
     def _check_engine(self) -> None:

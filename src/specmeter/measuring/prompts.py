@@ -44,17 +44,24 @@ def prepare_prompts(cfg: MeasureConfig, target: ModelLike) -> list[PreparedPromp
     if cfg.limit is not None:
         workload = workload.limit(cfg.limit)
     context = target.max_positions
+    k = max(cfg.k)
+    if context is not None and k + 2 > context:  # a step verifies k drafts + 1 beyond at least one token
+        raise MeasureError(
+            f"--k {k}: a step needs k + 1 = {k + 1} positions beyond the prompt, and the target holds "
+            f"{context} positions in all"
+        )
     prepared, problems = [], []
     for p in workload.prompts:
         ids = render_prompt(p, target.tokenizer)
         max_tokens = p.max_tokens or cfg.max_tokens
-        need = len(ids) + max_tokens + max(cfg.k) + 1
+        need = len(ids) + max_tokens + k + 1
         if not ids:
             problems.append(f"{cfg.prompts}:{p.line}: prompt {p.id!r} renders to no tokens")
         elif context is not None and need > context:
             problems.append(
-                f"{cfg.prompts}:{p.line}: prompt {p.id!r} has {len(ids)} tokens; "
-                f"with max_tokens {max_tokens} it needs {need} positions, the target has {context}"
+                f"{cfg.prompts}:{p.line}: prompt {p.id!r} needs {need} positions ({len(ids)} prompt tokens + "
+                f"max_tokens {max_tokens} + {k + 1} for the last step's drafts at --k {k}), the target has "
+                f"{context}"
             )
         prepared.append(
             PreparedPrompt(

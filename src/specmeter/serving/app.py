@@ -120,7 +120,15 @@ class _Server:
         param = "prompt" if parsed.kind == "completion" else "messages"
         if not ids:
             raise APIError(400, f"'{param}' renders to no tokens", param=param)
-        room = None if e.context_length is None else e.context_length - len(ids) - e.k - 1
+        # A step feeds up to k + 1 positions past the text so far (the last token and k drafts): that many
+        # are kept free of the completion, and the messages count them in what was asked for.
+        reserve = e.k + 1
+        why = (
+            f"{reserve} reserved for speculation (the last step's {e.k} draft positions and one more)"
+            if e.k
+            else "1 reserved for the last step"
+        )
+        room = None if e.context_length is None else e.context_length - len(ids) - reserve
         max_tokens = parsed.max_tokens
         if max_tokens is None:
             max_tokens = (
@@ -130,9 +138,8 @@ class _Server:
             raise APIError(
                 400,
                 f"This model's maximum context length is {e.context_length} tokens. However, the {param} has "
-                f"{len(ids)} tokens, which leaves no room for a completion"
-                + (f" ({e.k + 1} positions are needed for speculation)" if e.k else "")
-                + ". Please reduce the length of the prompt.",
+                f"{len(ids)} tokens, which with {why} leaves no room for a completion. Please reduce the "
+                "length of the prompt.",
                 param=param,
                 code="context_length_exceeded",
             )
@@ -140,9 +147,8 @@ class _Server:
             raise APIError(
                 400,
                 f"This model's maximum context length is {e.context_length} tokens. However, you requested "
-                f"{len(ids) + max_tokens} tokens ({len(ids)} in the {param}, {max_tokens} in the completion"
-                + (f", plus {e.k + 1} for speculation" if e.k else "")
-                + "). Please reduce the length of the prompt or the completion.",
+                f"{len(ids) + max_tokens + reserve} tokens ({len(ids)} in the {param}, {max_tokens} in the "
+                f"completion, {why}). Please reduce the length of the prompt or the completion.",
                 param=param,
                 code="context_length_exceeded",
             )
@@ -196,7 +202,11 @@ async def _generate(server: _Server, request: Request, kind: Kind) -> Response:
     server.authorize(request)
     try:
         body = await request.json()
-    except (ValueError, UnicodeDecodeError):
+    except (
+        ValueError,
+        UnicodeDecodeError,
+        RecursionError,
+    ):  # RecursionError: nesting deeper than json's limit
         raise APIError(400, "could not parse the request body as JSON") from None
     parsed = parse_request(body, kind, server.engine.model_name)
     ids, max_tokens = server.prepare(parsed)

@@ -18,6 +18,7 @@ __all__ = ["APIError", "ParsedRequest", "parse_request"]
 
 ROLES = ("system", "user", "assistant")
 MAX_TEMPERATURE = 2.0  # OpenAI's documented range
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1  # a 64-bit integer, as vLLM takes it (torch.long)
 
 
 class APIError(Exception):
@@ -198,8 +199,9 @@ def parse_request(body: object, kind: Literal["completion", "chat"], served_mode
     if not _is_number(top_p) or not 0.0 < top_p <= 1.0:
         raise _bad(f"'top_p' must be a number in (0, 1], got {top_p!r}", "top_p")
     seed = body.get("seed")
-    if seed is not None and not _is_int(seed):
-        raise _bad(f"'seed' must be an integer, got {seed!r}", "seed")
+    if seed is not None and not (_is_int(seed) and SEED_MIN <= seed <= SEED_MAX):
+        shown = repr(seed) if len(repr(seed)) <= 40 else repr(seed)[:37] + "..."
+        raise _bad(f"'seed' must be an integer between {SEED_MIN} and {SEED_MAX}, got {shown}", "seed")
 
     user = body.get("user")
     if user is not None and not isinstance(user, str):
