@@ -203,5 +203,10 @@ class ServerMetrics:
                 for i in range(min(step.accepted, self.k)):
                     self.per_pos[i].inc()
 
+    def observe_abort(self, queued_s: float) -> None:
+        """Account a request that ended before it started: its client disconnected while it waited."""
+        self.success["abort"].inc()
+        self.queue.observe(queued_s)
+
     def text(self) -> bytes:
         return generate_latest(self.registry)

@@ -119,9 +119,13 @@ class GenerationWorker:
             self._run(job)
 
     def _skip(self, job: Job) -> None:
+        """A queued job that will not run (its client left, or the server stops): an aborted request, as
+        vLLM counts one (``finished_reason="abort"``), whether or not it ever started."""
         with self._lock:
             self._waiting -= 1
         self._gauges()
+        if self.metrics is not None:
+            self.metrics.observe_abort(perf_counter() - job.arrival)
         job.on_done(None, None)
 
     def _run(self, job: Job) -> None:
