@@ -18,15 +18,19 @@ from specmeter.serving.local_engine import LocalEngine
 from specmeter.serving.server import ServerThread
 
 
-@pytest.fixture(scope="module")
-def servers(tiny: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+@pytest.fixture(scope="module", params=[1, 4], ids=["one-at-a-time", "batch-4"])
+def servers(
+    tiny: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[dict[str, Any]]:
+    """Every test runs against single-stream servers and against continuous-batching ones."""
     log = tmp_path_factory.mktemp("serve") / "requests.jsonl"
+    batch = request.param
     spec = LocalEngine.load(tiny.target, tiny.draft, 4, device="cpu")
     base = LocalEngine.load(tiny.target, None, 0, device="cpu")
     with (
-        ServerThread(create_app(spec, ServeConfig(log_path=log))) as s,
-        ServerThread(create_app(base)) as b,
-        ServerThread(create_app(spec, ServeConfig(api_key="sekrit"))) as a,
+        ServerThread(create_app(spec, ServeConfig(log_path=log, max_batch=batch))) as s,
+        ServerThread(create_app(base, ServeConfig(max_batch=batch))) as b,
+        ServerThread(create_app(spec, ServeConfig(api_key="sekrit", max_batch=batch))) as a,
     ):
         yield {"spec": s.url, "base": b.url, "auth": a.url, "log": log, "model": spec.model_name}
 

@@ -1,11 +1,17 @@
-"""The generation worker: first come first served, cancellation before and during a run, failures."""
+"""The generation worker: first come first served, cancellation before and during a run, failures.
+
+Every behaviour is checked one request at a time (``max_batch=1``) and under continuous batching.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
 
 from specmeter.metrics.records import Emission, FinishReason, StepRecord
 from specmeter.serving.engine import GenerationResult
@@ -56,6 +62,52 @@ class FakeEngine:
         emissions = tuple(Emission(0.001 * (j + 1), 1) for j in range(len(out)))
         return _Result(tuple(out), (), emissions, 0.001, 0.001 * len(out), 0.0, reason)
 
+    def open_batch(self, max_batch: int) -> FakeBatch:
+        return FakeBatch(self, max_batch)
+
+
+@dataclass
+class _Seq:
+    prompt: int
+    max_tokens: int
+    on_emit: Callable[[list[int]], bool | None]
+    tag: Any
+    out: list[int] = field(default_factory=list)
+
+
+class FakeBatch:
+    """Every step emits one token for each live sequence, ``step_s`` apart; records the largest batch."""
+
+    def __init__(self, engine: FakeEngine, max_batch: int) -> None:
+        self.engine, self.max_batch = engine, max_batch
+        self.seqs: list[_Seq] = []
+        self.largest = 0
+
+    @property
+    def live(self) -> int:
+        return len(self.seqs)
+
+    def add(self, prompt_ids: Sequence[int], *, max_tokens: int, on_emit: Any, tag: Any, **_: Any) -> None:
+        assert len(self.seqs) < self.max_batch
+        self.engine.started.append(prompt_ids[0])
+        self.seqs.append(_Seq(prompt_ids[0], max_tokens, on_emit, tag))
+
+    def step(self) -> list[tuple[Any, _Result]]:
+        time.sleep(self.engine.step_s)
+        self.largest = max(self.largest, len(self.seqs))
+        if any(s.prompt == self.engine.fail_on for s in self.seqs):
+            raise RuntimeError("boom")
+        done = []
+        for s in list(self.seqs):
+            s.out.append(len(s.out))
+            stop = s.on_emit([s.out[-1]])
+            if stop or len(s.out) >= s.max_tokens:
+                self.seqs.remove(s)
+                emissions = tuple(Emission(0.001 * (j + 1), 1) for j in range(len(s.out)))
+                reason: FinishReason = "interrupted" if stop and len(s.out) < s.max_tokens else "length"
+                done.append((s.tag, _Result(tuple(s.out), (), emissions, 0.001, 0.001, 0.0, reason)))
+        return done
+
 
 def _job(
     prompt: int, max_tokens: int, done: list[tuple[int, object, object]], tokens: list[int] | None = None
@@ -81,9 +133,10 @@ def _job(
     return job
 
 
-def test_jobs_run_in_arrival_order_and_cancelled_queued_jobs_never_start() -> None:
+@pytest.mark.parametrize("max_batch", [1, 3])
+def test_jobs_run_in_arrival_order_and_cancelled_queued_jobs_never_start(max_batch: int) -> None:
     engine = FakeEngine(step_s=0.005)
-    worker = GenerationWorker(engine)  # type: ignore[arg-type]
+    worker = GenerationWorker(engine, max_batch=max_batch)  # type: ignore[arg-type]
     done: list[tuple[int, object, object]] = []
     jobs = [_job(p, 3, done) for p in range(6)]
     jobs[3].cancelled.set()  # the client left while it was still queued
@@ -101,9 +154,10 @@ def test_jobs_run_in_arrival_order_and_cancelled_queued_jobs_never_start() -> No
     assert worker.waiting == 0
 
 
-def test_cancelling_a_running_job_stops_it_after_the_current_step() -> None:
+@pytest.mark.parametrize("max_batch", [1, 3])
+def test_cancelling_a_running_job_stops_it_after_the_current_step(max_batch: int) -> None:
     engine = FakeEngine(step_s=0.01)
-    worker = GenerationWorker(engine)  # type: ignore[arg-type]
+    worker = GenerationWorker(engine, max_batch=max_batch)  # type: ignore[arg-type]
     done: list[tuple[int, object, object]] = []
     tokens: list[int] = []
     job = _job(1, 1000, done, tokens)
@@ -153,3 +207,66 @@ def test_full_queue_refuses_and_stop_releases_queued_jobs() -> None:
         if ok:
             assert job.finished.wait(10)  # type: ignore[attr-defined]
     assert not worker.submit(_job(9, 1, done))  # a stopped worker takes nothing
+
+
+def test_batches_fill_free_rows_in_arrival_order_and_gauges_follow() -> None:
+    from specmeter.serving.prom import ServerMetrics
+
+    engine = FakeEngine(step_s=0.01)
+    metrics = ServerMetrics("fake", 0)
+    worker = GenerationWorker(engine, metrics, max_batch=3)  # type: ignore[arg-type]
+    done: list[tuple[int, object, object]] = []
+    jobs = [_job(p, 5 + 3 * (p % 2), done) for p in range(8)]
+    seen_running, seen_waiting = set(), set()
+    worker.start()
+    try:
+        for job in jobs:
+            assert worker.submit(job)
+        while not all(j.finished.is_set() for j in jobs):  # type: ignore[attr-defined]
+            seen_running.add(metrics.running._value.get())
+            seen_waiting.add(metrics.waiting._value.get())
+            time.sleep(0.002)
+    finally:
+        worker.stop()
+    assert engine.started == list(range(8))  # rows are filled first come, first served
+    assert max(seen_running) == 3 and max(seen_waiting) >= 1  # a full batch and a queue behind it
+    assert metrics.running._value.get() == 0 and metrics.waiting._value.get() == 0
+    assert all(isinstance(r, _Result) and len(r.output_ids) == 5 + 3 * (p % 2) for p, r, _ in done)
+
+
+def test_a_failing_batch_step_fails_its_requests_and_the_worker_goes_on() -> None:
+    engine = FakeEngine(step_s=0.005, fail_on=1)
+    worker = GenerationWorker(engine, max_batch=4)  # type: ignore[arg-type]
+    done: list[tuple[int, object, object]] = []
+    first = [_job(1, 3, done), _job(2, 3, done)]
+    worker.start()
+    try:
+        for job in first:
+            worker.submit(job)
+        for job in first:
+            assert job.finished.wait(10)  # type: ignore[attr-defined]
+        later = _job(3, 2, done)
+        worker.submit(later)
+        assert later.finished.wait(10)  # type: ignore[attr-defined]
+    finally:
+        worker.stop()
+    by_prompt = {p: (r, e) for p, r, e in done}
+    assert by_prompt[1][0] is None and isinstance(by_prompt[1][1], RuntimeError)
+    assert isinstance(by_prompt[3][0], _Result)
+
+
+def test_stop_interrupts_a_running_batch_and_releases_the_queue() -> None:
+    engine = FakeEngine(step_s=0.01)
+    worker = GenerationWorker(engine, max_batch=2, max_waiting=2)  # type: ignore[arg-type]
+    done: list[tuple[int, object, object]] = []
+    jobs = [_job(p, 500, done) for p in range(6)]
+    worker.start()
+    accepted = [worker.submit(j) for j in jobs]
+    assert accepted.count(False) >= 2  # two rows and two places in the queue at most
+    time.sleep(0.05)
+    worker.stop()
+    for job, ok in zip(jobs, accepted, strict=True):
+        if ok:
+            assert job.finished.wait(10)  # type: ignore[attr-defined]
+    results = [r for _, r, _ in done if r is not None]
+    assert results and all(r.finish_reason == "interrupted" for r in results)  # type: ignore[attr-defined]

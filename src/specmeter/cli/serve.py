@@ -28,7 +28,24 @@ def serve(
     draft: Path | None = typer.Option(
         None, "--draft", help="Draft model directory; omit for a baseline server."
     ),
-    k: int = typer.Option(4, "--k", help="Draft length (tokens proposed per step)."),
+    k: int | None = typer.Option(
+        None,
+        "--k",
+        help="Draft length (tokens proposed per step; default 4). 0 serves without speculation even with "
+        "--draft. With --k-schedule: the cap on the schedule's k (vLLM's num_speculative_tokens).",
+    ),
+    k_schedule: str | None = typer.Option(
+        None,
+        "--k-schedule",
+        help="Batch-size → k schedule as vLLM's num_speculative_tokens_per_batch_size: JSON such as "
+        "'[[1,4,4],[5,16,0]]' or a JSON file (tune --batch writes one).",
+    ),
+    max_batch: int | None = typer.Option(
+        None,
+        "--max-batch",
+        help="Sequences decoded together (continuous batching); 1 = one request at a time, FIFO. "
+        "Default: 16 on CPU, 64 on a GPU.",
+    ),
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port to bind (0 picks a free one)."),
     api_key: str | None = typer.Option(
@@ -59,8 +76,21 @@ def serve(
     """Serve target (+ draft) with an OpenAI-compatible API, SSE streaming and Prometheus /metrics."""
     if log_prompts and log is None:
         fail("--log-prompts needs --log FILE")
-    if draft is not None and k < 1:
-        fail(f"--k must be >= 1 with a draft, got {k}")
+    if k is not None and k < 0:
+        fail(f"--k must be >= 0, got {k}")
+    if max_batch is not None and max_batch < 1:
+        fail(f"--max-batch must be >= 1, got {max_batch}")
+    schedule = None
+    if k_schedule is not None:
+        from specmeter.engine.schedule import ScheduleError, parse_schedule_option
+
+        if draft is None:
+            fail("--k-schedule needs --draft (a server without a draft never speculates)")
+        try:
+            schedule = parse_schedule_option(k_schedule)
+        except ScheduleError as e:
+            fail(str(e))
+    k_cap = k if k is not None else (schedule.max_k if schedule is not None else 4)
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}")
     if default_max_tokens < 1:
@@ -77,14 +107,15 @@ def serve(
 
     from specmeter.modeldir import ModelDirError
     from specmeter.serving.app import ServeConfig, create_app
-    from specmeter.serving.local_engine import LocalEngine
+    from specmeter.serving.local_engine import LocalEngine, default_max_batch
     from specmeter.serving.server import run_foreground
 
     try:
         engine = LocalEngine.load(
             target,
             draft,
-            k,
+            k_cap,
+            schedule=schedule,
             model_name=served_model_name,
             dtype=dtype,
             device=device,
@@ -105,9 +136,16 @@ def serve(
         default_max_tokens=default_max_tokens,
         max_waiting=max_waiting,
         per_request_metrics=per_request_metrics,
+        max_batch=max_batch if max_batch is not None else default_max_batch(engine),
     )
-    mode = f"draft {engine.draft_name}, k={engine.k}" if engine.k else "no draft (baseline)"
+    if engine.k and schedule is not None:
+        mode = f"draft {engine.draft_name}, k by batch size: {engine.schedule.describe()}"
+    elif engine.k:
+        mode = f"draft {engine.draft_name}, k={engine.k}"
+    else:
+        mode = "no speculation (k=0, draft not loaded)" if draft is not None else "no draft (baseline)"
+    batching = "one request at a time" if config.max_batch == 1 else f"batches of up to {config.max_batch}"
     err_console.print(
-        f"serving {engine.model_name} ({mode}) on http://{host}:{port}/v1 · metrics on /metrics"
+        f"serving {engine.model_name} ({mode}; {batching}) on http://{host}:{port}/v1 · metrics on /metrics"
     )
     run_foreground(create_app(engine, config), host, port, log_level=log_level)

@@ -59,6 +59,7 @@ class ServeConfig:
     log_prompts: bool = False  # also log each request's prompt or messages (for `specmeter golden`)
     default_max_tokens: int = 256  # when a request gives no max_tokens (capped by the context)
     max_waiting: int = 1024  # queued requests beyond this get 429
+    max_batch: int = 1  # sequences decoded together (continuous batching); 1 = one at a time, FIFO
     per_request_metrics: bool = True  # vLLM-style metrics.speculative_decoding in responses
 
 
@@ -69,7 +70,9 @@ class _Server:
         self.engine, self.config = engine, config
         self.metrics = ServerMetrics(engine.model_name, engine.k)
         self.sink: RequestSink | None = None
-        self.worker = GenerationWorker(engine, self.metrics, self._log_request, config.max_waiting)
+        self.worker = GenerationWorker(
+            engine, self.metrics, self._log_request, config.max_waiting, max_batch=config.max_batch
+        )
         self.created = int(time.time())
 
     def _log_request(self, job: Job, result: GenerationResult) -> None:

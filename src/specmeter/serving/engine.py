@@ -1,18 +1,18 @@
 """What the server needs from an engine, as a protocol, so the HTTP layer never imports torch.
 
 ``LocalEngine`` (``serving.local_engine``) implements it with specmeter's own speculative loop; tests and
-other backends can supply anything with the same shape. ``generate`` is called from one worker thread
-only, one request at a time (the engine's KV caches are per model, not per request).
+other backends can supply anything with the same shape. ``generate`` (one request at a time) and
+``open_batch`` (continuous batching) are called from one worker thread only, never both in one server.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from specmeter.metrics.records import Emission, FinishReason, ModelInfo, StepRecord
 
-__all__ = ["GenerationResult", "ServingEngine"]
+__all__ = ["BatchSession", "GenerationResult", "ServingEngine"]
 
 
 class GenerationResult(Protocol):
@@ -34,9 +34,34 @@ class GenerationResult(Protocol):
     def finish_reason(self) -> FinishReason: ...
 
 
+class BatchSession(Protocol):
+    """Continuous batching: sequences join with ``add`` and advance together, one ``step`` at a time.
+
+    Driven by one thread (the worker's). ``add`` queues a sequence that joins at the next step; ``step``
+    runs one decode step of every live sequence and returns ``(tag, result)`` for those that finished.
+    """
+
+    @property
+    def live(self) -> int: ...
+
+    def add(
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int | None,
+        on_emit: Callable[[list[int]], bool | None],
+        tag: Any,
+    ) -> None: ...
+
+    def step(self) -> Sequence[tuple[Any, GenerationResult]]: ...
+
+
 class ServingEngine(Protocol):
     model_name: str  # the name clients pass as "model"
-    k: int  # draft length; 0 = no speculation (a baseline server)
+    k: int  # (largest) draft length; 0 = no speculation (a baseline server)
     draft_name: str | None
     context_length: int | None  # positions the target can hold, None if unbounded
     target_info: ModelInfo | None
@@ -59,3 +84,7 @@ class ServingEngine(Protocol):
         seed: int | None,
         on_emit: Callable[[list[int]], bool | None],
     ) -> GenerationResult: ...
+
+    def open_batch(self, max_batch: int) -> BatchSession:
+        """A batch session of up to ``max_batch`` sequences (serve ``--max-batch`` > 1)."""
+        ...

@@ -1,17 +1,23 @@
 """specmeter's own engine behind the ``ServingEngine`` protocol: load target (+ draft), tokenize, decode.
 
-This is the only serving module that imports torch; the CLI imports it inside the ``serve`` command.
+One request at a time goes through ``engine.speculative`` (the single-stream loop); ``open_batch`` hands
+out a continuous-batching session over ``engine.batched``. The draft length is ``k`` or, with a schedule,
+the schedule's k for the live batch size (vLLM's ``num_speculative_tokens_per_batch_size``), capped at
+``k``. This is the only serving module that imports torch; the CLI imports it inside the ``serve`` command.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from specmeter.engine.batched import BatchedDecoder, SequenceRequest
 from specmeter.engine.loader import LoadedModel, load_model, tokenizer_mismatch
 from specmeter.engine.sampling import SamplingParams
+from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import Generation, speculative_decode
 from specmeter.metrics.records import ModelInfo
 from specmeter.modeldir import ModelDirError
@@ -19,6 +25,26 @@ from specmeter.workloads.loader import Message, Prompt
 from specmeter.workloads.render import render_prompt
 
 __all__ = ["LocalEngine"]
+
+
+def _generator(device: Any, seed: int | None) -> torch.Generator:
+    generator = torch.Generator(device=device)
+    if seed is None:
+        generator.seed()  # the default generator state is a constant: unseeded requests must differ
+    else:
+        generator.manual_seed(seed)
+    return generator
+
+
+def effective_k(k: int, schedule: KSchedule | None) -> int:
+    """The largest k a server will ever draft: ``k`` capped by the schedule's largest (0: no speculation)."""
+    return k if schedule is None else min(k, schedule.max_k)
+
+
+def default_max_batch(engine: LocalEngine) -> int:
+    """``serve --max-batch`` when not given: 16 on CPU (where B = 16 already runs the bundled models'
+    forwards near their compute limit on 2 cores), 64 on a GPU. Only the native engine batches for real."""
+    return 64 if engine.target.model.device.type == "cuda" else 16
 
 
 class LocalEngine:
@@ -31,13 +57,17 @@ class LocalEngine:
         k: int,
         *,
         model_name: str | None = None,
+        schedule: KSchedule | None = None,
     ) -> None:
+        if effective_k(k, schedule) < 1:
+            draft = None  # k = 0 with a draft is a baseline server: the draft never runs
         if draft is not None:
             reason = tokenizer_mismatch(target.tokenizer, draft.tokenizer)
             if reason:
                 raise ModelDirError(f"the draft's tokenizer differs from the target's: {reason}")
         self.target, self.draft = target, draft
-        self.k = k if draft is not None else 0
+        self.k = effective_k(k, schedule) if draft is not None else 0
+        self.schedule = KSchedule.constant(0) if draft is None else schedule or KSchedule.constant(self.k)
         self.model_name = model_name or target.info.name
         self.draft_name = draft.info.name if draft is not None else None
         positions = getattr(target.model, "max_positions", None)
@@ -57,8 +87,12 @@ class LocalEngine:
         device: str = "auto",
         implementation: str = "auto",
         trust_remote_code: bool = False,
+        schedule: KSchedule | None = None,
     ) -> LocalEngine:
-        """Load from local directories; raises ModelDirError with a one-line reason."""
+        """Load from local directories; raises ModelDirError with a one-line reason.
+
+        With k = 0 (or a schedule that never speculates) the draft is not even loaded.
+        """
 
         def one(path: Path) -> LoadedModel:
             return load_model(
@@ -69,7 +103,11 @@ class LocalEngine:
                 trust_remote_code=trust_remote_code,
             )
 
-        return cls(one(target), one(draft) if draft is not None else None, k, model_name=model_name)
+        speculates = draft is not None and effective_k(k, schedule) > 0
+        return cls(
+            one(target), one(draft) if speculates and draft is not None else None, k,
+            model_name=model_name, schedule=schedule,
+        )  # fmt: skip
 
     def encode_text(self, text: str) -> list[int]:
         return render_prompt(Prompt("request", "serve", text, None, None, 0), self.tokenizer)
@@ -94,19 +132,53 @@ class LocalEngine:
         seed: int | None,
         on_emit: Callable[[list[int]], bool | None],
     ) -> Generation:
-        generator = torch.Generator(device=self.target.model.device)
-        if seed is None:
-            generator.seed()  # the default generator state is a constant: unseeded requests must differ
-        else:
-            generator.manual_seed(seed)
         return speculative_decode(
             self.target.model,
             self.draft.model if self.draft is not None else None,
             prompt_ids,
-            k=self.k,
+            k=self.schedule.k_for(1, self.k),
             params=SamplingParams(temperature, top_p),
             max_tokens=max_tokens,
             eos_ids=self.target.eos_ids,
-            generator=generator,
+            generator=_generator(self.target.model.device, seed),
             on_emit=on_emit,
         )
+
+    def open_batch(self, max_batch: int) -> LocalBatch:
+        return LocalBatch(self, max_batch)
+
+
+class LocalBatch:
+    """A continuous-batching session (``serving.engine.BatchSession``) over ``engine.batched``."""
+
+    def __init__(self, engine: LocalEngine, max_batch: int) -> None:
+        self.engine = engine
+        self.decoder = BatchedDecoder(
+            engine.target.model,  # type: ignore[arg-type]  # every loaded model implements BatchedCausalLM
+            engine.draft.model if engine.draft is not None else None,  # type: ignore[arg-type]
+            schedule=engine.schedule,
+            max_batch=max_batch,
+            eos_ids=engine.target.eos_ids,
+        )
+
+    @property
+    def live(self) -> int:
+        return self.decoder.live + self.decoder.waiting
+
+    def add(
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int | None,
+        on_emit: Callable[[list[int]], bool | None],
+        tag: Any,
+    ) -> None:
+        generator = _generator(self.engine.target.model.device, seed)
+        params = SamplingParams(temperature, top_p)
+        self.decoder.add(SequenceRequest(prompt_ids, max_tokens, params, generator, on_emit, tag))
+
+    def step(self) -> list[tuple[Any, Generation]]:
+        return self.decoder.step()

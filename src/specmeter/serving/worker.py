@@ -1,11 +1,17 @@
-"""One generation at a time, first come first served: the bridge between async HTTP handlers and the engine.
+"""The bridge between async HTTP handlers and the engine: first come first served, one or many at a time.
 
-The engine is single-stream (one request at a time per loaded model) and blocking, so it runs in one
-worker thread fed by a FIFO queue — requests are served strictly in arrival order, which is the fair
-order under overload. Each job carries thread-safe callbacks: the handler turns them into asyncio events
-(``loop.call_soon_threadsafe``), so tokens reach the client the moment the engine emits them. A job's
-``cancelled`` flag is how a client disconnect stops its generation: checked before a queued job starts,
-and returned to the engine after every step (``on_emit`` returning True stops the loop).
+The engine is blocking, so it runs in one worker thread fed by a FIFO queue — requests start strictly in
+arrival order, which is the fair order under overload. Each job carries thread-safe callbacks: the handler
+turns them into asyncio events (``loop.call_soon_threadsafe``), so tokens reach the client the moment the
+engine emits them. A job's ``cancelled`` flag is how a client disconnect stops its generation: checked
+before a queued job starts, and returned to the engine after every step (``on_emit`` returning True stops
+that sequence).
+
+Two modes. ``max_batch == 1``: one generation at a time (``engine.generate``), the single-stream engine.
+``max_batch > 1``: continuous batching through the engine's batch session (``engine.open_batch``) — between
+two steps the worker moves queued jobs into free rows (FIFO), then runs one step for every live sequence;
+finished sequences free their rows at once. ``vllm:num_requests_running`` is the live batch and
+``vllm:num_requests_waiting`` the queue, as in vLLM's scheduler.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from specmeter.serving.engine import GenerationResult, ServingEngine
+from specmeter.serving.engine import BatchSession, GenerationResult, ServingEngine
 from specmeter.serving.prom import ServerMetrics
 
 __all__ = ["GenerationWorker", "Job"]
@@ -50,19 +56,24 @@ class GenerationWorker:
         metrics: ServerMetrics | None = None,
         on_finished: Callable[[Job, GenerationResult], None] | None = None,
         max_waiting: int = 1024,
+        max_batch: int = 1,
     ) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be >= 1")
         self.engine, self.metrics, self.on_finished, self.max_waiting = (
             engine,
             metrics,
             on_finished,
             max_waiting,
         )
+        self.max_batch = max_batch
         self._queue: queue.Queue[Job | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._waiting = 0
         self._stopped = False
-        self.running: Job | None = None
+        self.running: Job | None = None  # single-stream mode
+        self.live: dict[int, Job] = {}  # batch mode: jobs in the batch, by id(job)
 
     @property
     def waiting(self) -> int:
@@ -70,7 +81,8 @@ class GenerationWorker:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="specmeter-generation", daemon=True)
+            loop = self._loop if self.max_batch == 1 else self._loop_batched
+            self._thread = threading.Thread(target=loop, name="specmeter-generation", daemon=True)
             self._thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -80,6 +92,10 @@ class GenerationWorker:
             return
         if self.running is not None:
             self.running.cancelled.set()
+        with self._lock:
+            live = list(self.live.values())
+        for job in live:
+            job.cancelled.set()
         self._queue.put(None)
         self._thread.join(timeout)
         self._thread = None
@@ -97,26 +113,30 @@ class GenerationWorker:
     def _gauges(self) -> None:
         if self.metrics is not None:
             self.metrics.waiting.set(self._waiting)
-            self.metrics.running.set(1 if self.running is not None else 0)
+            self.metrics.running.set(len(self.live) if self.max_batch > 1 else int(self.running is not None))
 
     def _loop(self) -> None:
         while True:
             job = self._queue.get()
             if job is None:
-                # Stopping: every job still queued is told it will not run, so no handler waits forever.
-                while True:
-                    try:
-                        rest = self._queue.get_nowait()
-                    except queue.Empty:
-                        return
-                    if rest is not None:
-                        self._skip(rest)
+                self._drain()
+                return
             if job.cancelled.is_set() or self._stopped:
                 self._skip(job)
                 continue
             with self._lock:
                 self._waiting -= 1
             self._run(job)
+
+    def _drain(self) -> None:
+        """Stopping: every job still queued is told it will not run, so no handler waits forever."""
+        while True:
+            try:
+                rest = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if rest is not None:
+                self._skip(rest)
 
     def _skip(self, job: Job) -> None:
         """A queued job that will not run (its client left, or the server stops): an aborted request, as
@@ -150,11 +170,78 @@ class GenerationWorker:
             return
         self.running = None
         self._gauges()
+        self._finished(job, result)
+
+    def _finished(self, job: Job, result: GenerationResult) -> None:
         if self.metrics is not None:
-            self.metrics.observe(len(job.prompt_ids), result, job.started - job.arrival)
+            self.metrics.observe(len(job.prompt_ids), result, (job.started or job.arrival) - job.arrival)
         if self.on_finished is not None:
             try:
                 self.on_finished(job, result)
             except Exception:  # a full disk must not take the server down; the response still goes out
                 log.exception("recording request %s failed", job.request_id)
         job.on_done(result, None)
+
+    # --------------------------------------------------------------------------------------- batch mode
+
+    def _loop_batched(self) -> None:
+        session: BatchSession | None = None
+        stopping = False
+        while True:
+            # Fill free rows from the queue, oldest first; wait only when nothing is running.
+            while not stopping and len(self.live) < self.max_batch:
+                try:
+                    job = self._queue.get(block=not self.live)
+                except queue.Empty:
+                    break
+                if job is None:
+                    stopping = True
+                    break
+                if job.cancelled.is_set() or self._stopped:
+                    self._skip(job)
+                    continue
+                with self._lock:
+                    self._waiting -= 1
+                if session is None:
+                    session = self.engine.open_batch(self.max_batch)
+                self._admit(session, job)
+            if stopping and not self.live:
+                self._drain()
+                return
+            if session is None or not self.live:
+                continue
+            try:
+                finished = session.step()
+            except Exception as e:  # the engine failing must not kill the worker: its requests get a 500
+                log.exception("a batched generation step failed (%d requests)", len(self.live))
+                with self._lock:
+                    failed, self.live, session = list(self.live.values()), {}, None
+                self._gauges()
+                for job in failed:
+                    job.on_done(None, e)
+                continue
+            for tag, result in finished:
+                with self._lock:
+                    job = self.live.pop(tag)
+                self._gauges()
+                self._finished(job, result)
+
+    def _admit(self, session: BatchSession, job: Job) -> None:
+        def emit(tokens: list[int]) -> bool:
+            job.on_tokens(tokens)
+            return job.cancelled.is_set()
+
+        job.started = perf_counter()
+        try:
+            session.add(
+                job.prompt_ids, max_tokens=job.max_tokens, temperature=job.temperature, top_p=job.top_p,
+                seed=job.seed, on_emit=emit, tag=id(job),
+            )  # fmt: skip
+        except Exception as e:  # a request the engine refuses fails alone
+            log.exception("admitting %s failed", job.request_id)
+            self._gauges()
+            job.on_done(None, e)
+            return
+        with self._lock:
+            self.live[id(job)] = job
+        self._gauges()
