@@ -89,7 +89,7 @@ CASES = [
     (["golden", "--from", "P", "--out", "O/g.jsonl"], "--near-threshold", "nan"),
     (["golden", "--from", "P", "--out", "O/g.jsonl"], "--seed", "-1"),
     (["drift", "--requests", "P"], "--level", "nan"),
-    (["serve", "--target", "T", "--draft", "D"], "--k", "0"),
+    (["serve", "--target", "T", "--draft", "D"], "--k", "-1"),
 ]
 
 
