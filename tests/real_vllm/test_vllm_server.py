@@ -154,7 +154,8 @@ def test_load_tokens_and_acceptance_equal_vllm(served: dict[str, Any]) -> None:
     assert d["vllm:request_success_total"] == REQUESTS
     summary = level["summary"]
     assert summary["emitted_tokens"] == d["vllm:generation_tokens_total"]
-    assert set(level["load"]["token_sources"]) == {"token_ids"}  # counted from ids, not chunks
+    # Counted from vLLM's running usage per chunk (the cheapest per-chunk count it gives), not from chunks.
+    assert set(level["load"]["token_sources"]) == {"usage"}
     assert summary["drafted_tokens"] == d["vllm:spec_decode_num_draft_tokens_total"]
     assert summary["accepted_tokens"] == d["vllm:spec_decode_num_accepted_tokens_total"]
     cumulative = [p["cumulative"] for p in summary["per_position"]]

@@ -90,7 +90,13 @@ def test_sweep_with_baseline_on_serve(tiny_servers: tuple[str, str], tmp_path: P
         assert counters["accepted_tokens"] == s["accepted_tokens"]
         assert s["speedup_measured"] is not None and s["speedup_measured_ci"] is None
         assert level["baseline"]["summary"]["requests"] == 4
-        assert level["load"]["token_sources"] == {"token_ids": 4}
+        # serve is detected as vLLM-compatible: one cheap per-chunk count (continuous usage), no ids, no seed.
+        assert level["load"]["token_sources"] == {"usage": 4}
+        held = level["effective_concurrency"]
+        assert held == level["load"]["effective_concurrency"]
+        # In flight never exceeds the nominal level, and a closed loop keeps most of it busy.
+        assert 0.5 * level["concurrency"] <= held <= level["concurrency"] + 1e-9
+        assert 0.0 < level["baseline"]["load"]["effective_concurrency"] <= level["concurrency"] + 1e-9
         assert s["weight_bytes"] is None  # a remote endpoint's memory is unknown, not zero
     rows = (tmp_path / "r.jsonl").read_text().splitlines()
     assert len(rows) == 16  # 2 levels × 2 endpoints × 4 requests, warm-up excluded

@@ -156,7 +156,16 @@ def load(
         "0", help="Sampling temperature sent with every request, or several (0,0.7): request i uses the i-th."
     ),
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling sent with every request."),
-    seed: int = typer.Option(0, help="Request i is sent with seed + i; Poisson arrivals use it too."),
+    seed: int = typer.Option(0, help="Seeds Poisson arrivals (and request seeds with --request-seeds)."),
+    request_seeds: bool = typer.Option(
+        False, "--request-seeds", help="Send request i with seed + i (vLLM: a generator per request)."
+    ),
+    chunk_counts: str = typer.Option(
+        "auto",
+        "--chunk-counts",
+        help="Per-chunk token counts asked of the server: auto (cheapest for its kind), usage, token_ids, "
+        "timings or none (final usage only).",
+    ),
     api: str = typer.Option("auto", help="auto (chat prompts → chat API), completions or chat."),
     model: str | None = typer.Option(None, help="Model name to request (default: the server's first model)."),
     baseline_model: str | None = typer.Option(
@@ -202,6 +211,7 @@ def load(
 ) -> None:
     """Load-test an OpenAI-compatible server: latency under load, server-side acceptance, E_meas per level."""
     from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
+    from specmeter.serving.loadrequests import CHUNK_COUNTS
     from specmeter.workloads import WorkloadError, load_workload
 
     if (concurrency is not None) + (rate is not None) + (trace is not None) > 1:
@@ -219,6 +229,8 @@ def load(
     temperatures = _temperatures(temperature)
     if api not in ("auto", "completions", "chat"):
         fail(f"--api: {api!r} is not one of auto, completions, chat")
+    if chunk_counts not in CHUNK_COUNTS:
+        fail(f"--chunk-counts: {chunk_counts!r} is not one of {', '.join(CHUNK_COUNTS)}")
     if server not in SERVER_CHOICES:
         fail(f"--server: {server!r} is not one of {', '.join(SERVER_CHOICES)}")
     for name, value in (("--limit", limit), ("--max-tokens", max_tokens), ("--k", k), ("--blocks", blocks)):
@@ -271,6 +283,8 @@ def load(
         temperature=temperatures[0],
         top_p=top_p,
         seed=seed,
+        request_seeds=request_seeds,
+        chunk_counts=cast(Any, chunk_counts),
         api=cast(Any, api),
         model=model,
         baseline_model=baseline_model,
@@ -302,6 +316,8 @@ def load(
         "temperature": temperatures[0] if len(temperatures) == 1 else temperatures,
         "top_p": top_p,
         "seed": seed,
+        "request_seeds": request_seeds,
+        "chunk_counts": chunk_counts,
         "api": api,
         "model": model,
         "baseline_model": baseline_model,

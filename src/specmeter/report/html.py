@@ -176,6 +176,49 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
     return _table(_CANDIDATE_HEADERS, rows, danger_col=12)
 
 
+_LOAD_HEADERS = (
+    "level", "held (in flight)", "completed", "failed", "TTFT p50 / p99", "TPOT p50", "gap p99", "tok/s",
+    "E_meas [95% CI]",
+)  # fmt: skip
+
+
+def _load_table(result: Mapping[str, Any]) -> str | None:
+    """A ``load`` result's levels: the nominal level beside the concurrency actually held."""
+    if result.get("kind") != "load":
+        return None
+    rows = []
+    for c in result.get("candidates") or []:
+        if not isinstance(c, Mapping):
+            continue
+        level = (
+            f"c={c['concurrency']}" if c.get("concurrency") is not None else f"{fmt_num(c.get('rate'))} req/s"
+        )
+        for role, part in (("", c), (" baseline", c.get("baseline"))):
+            if not isinstance(part, Mapping):
+                continue
+            s, load = part.get("summary"), part.get("load")
+            ttft = f"{_dist(s, 'ttft_ms', 'p50')} / {_dist(s, 'ttft_ms', 'p99')}"
+            rows.append(
+                [
+                    level + role,
+                    fmt_num(_get(load, "effective_concurrency")),
+                    fmt_int(_get(load, "completed")),
+                    fmt_int(_get(load, "failed")),
+                    ttft,
+                    _dist(s, "tpot_ms", "p50"),
+                    _dist(s, "gap_ms", "p99"),
+                    fmt_num(_get(load, "output_tokens_per_s"), 0),
+                    _e_meas(s) if not role else DASH,
+                ]
+            )
+    note = (
+        "<p class='note'>held: requests in flight, time-weighted over the level (Σ request spans / wall "
+        "time); a closed loop holds less than its nominal concurrency by the turnaround between requests "
+        "and each block's ramp-down.</p>"
+    )
+    return _table(_LOAD_HEADERS, rows) + note if rows else None
+
+
 def _category_table(result: Mapping[str, Any]) -> str | None:
     rows = []
     for c in result.get("candidates") or []:
@@ -338,6 +381,7 @@ def render_report(
         *busy_box,
         *(f"<p class='verdict warn'>{esc(n)}</p>" for n in all_notes),
         f"<p class='verdict {cls}'>{esc(line.plain)}</p>",
+        *(["<h2>Load levels</h2>", load] if (load := _load_table(result)) else []),
         "<h2>Candidates</h2>",
         _candidates_table(result),
         _failures_section(records),

@@ -67,8 +67,9 @@ class RequestOutcome:
     token_source: str = "none"  # token_ids, usage, logprobs, timings, usage_distributed, mixed or none
     malformed_lines: int = 0
     server_spec: Mapping[str, Any] | None = None  # per-request acceptance the server reported
-    started_at: float = (
-        0.0  # perf_counter() when the request was sent (absolute, same clock as the emissions)
+    started_at: float = 0.0  # perf_counter() when the request was sent (absolute, same clock as emissions)
+    ended_at: float = (
+        0.0  # perf_counter() when the stream was over (ended, failed or cut): in flight until then
     )
     first_payload: Mapping[str, Any] | None = None  # the first chunk that carried tokens
     raw_finish_reason: str | None = None
@@ -230,7 +231,8 @@ class _Stream:
                 source = "none" if not known else source
         output = self.usage_total if self.usage_total is not None else known
         emissions = tuple(Emission(t - self.t0, n) for t, n in self.chunks if n > 0)
-        elapsed = perf_counter() - self.t0
+        ended = perf_counter()
+        elapsed = ended - self.t0
         error = self.error
         if error is None and not self.done and self.finish is None and self.status == 200:
             error = "stream ended without finish_reason or [DONE] (server closed the connection)"
@@ -260,6 +262,7 @@ class _Stream:
             malformed_lines=self.malformed,
             server_spec=self.spec,
             started_at=self.t0,
+            ended_at=ended,
             first_payload=self.first_payload,
             raw_finish_reason=self.finish,
             exact_steps=steps is not None,

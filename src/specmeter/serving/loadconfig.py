@@ -16,10 +16,11 @@ from specmeter.monitoring.adapters import ServerKind
 from specmeter.serving.trace import TraceEntry
 from specmeter.workloads.loader import Prompt
 
-__all__ = ["Arrival", "Endpoint", "LoadConfig", "LoadError", "Phase", "Role"]
+__all__ = ["Arrival", "ChunkCounts", "Endpoint", "LoadConfig", "LoadError", "Phase", "Role"]
 
 Role = Literal["speculative", "baseline"]
 Arrival = Literal["poisson", "constant", "gamma"]
+ChunkCounts = Literal["auto", "usage", "token_ids", "timings", "none"]
 
 
 class LoadError(RuntimeError):
@@ -76,7 +77,9 @@ class LoadConfig:
     max_tokens: int = 128
     temperature: float = 0.0
     top_p: float = 1.0
-    seed: int = 0
+    seed: int = 0  # Poisson arrivals; request i carries seed + i only with request_seeds
+    request_seeds: bool = False
+    chunk_counts: ChunkCounts = "auto"  # the per-chunk token count asked of the server (loadrequests)
     api: Literal["auto", "completions", "chat"] = "auto"
     model: str | None = None
     baseline_model: str | None = None

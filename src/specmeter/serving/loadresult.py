@@ -2,8 +2,9 @@
 
 Each level's entry is a candidate ``{"draft", "k", "summary", "by_category"}`` like ``bench``'s, plus what
 only a load test has: ``concurrency`` / ``rate``, the ``endpoint``, the level's ``baseline`` (the same
-workload against the baseline endpoint at the same level, so E_meas compares like with like), ``load``
-(throughput, errors, where token counts came from) and ``server`` (acceptance as the server reported it).
+workload against the baseline endpoint at the same level, so E_meas compares like with like), the
+``effective_concurrency`` actually held beside the nominal one, ``load`` (throughput, errors, where token
+counts came from) and ``server`` (acceptance as the server reported it).
 
 Summaries come from ``specmeter.metrics.summarize`` over the completed requests. A remote server shows no
 steps, so acceptance is taken from the server — per-request reports when present (they cover exactly this
@@ -31,7 +32,7 @@ from specmeter.report.files import ResultFile
 from specmeter.serving.client import RequestOutcome
 from specmeter.serving.loadlevel import PhaseResult, RoleResult
 
-__all__ = ["LEVEL_KEY", "add_level", "level_entry", "remote_model"]
+__all__ = ["LEVEL_KEY", "add_level", "effective_concurrency", "level_entry", "remote_model"]
 
 MAX_LISTED_FAILURES = 50
 LEVEL_KEY = ("concurrency", "rate")  # a load level's entry is keyed by its level, not by draft and k
@@ -100,6 +101,19 @@ def _apply_server(summary: dict[str, Any], acceptance: ServerAcceptance | None) 
     summary["danger_zone"], summary["danger_reasons"] = in_danger, reasons
 
 
+def effective_concurrency(role: RoleResult) -> float | None:
+    """Requests in flight, time-weighted over the level: Σ (end − send) of its requests / its wall time.
+
+    Every request of a level is sent and ends within the level's blocks, so the sum of the requests' spans
+    is the integral of the in-flight count over the level's wall time (Little's law, exact here). A closed
+    loop at concurrency N holds less than N by the turnaround between a request's end and the next send,
+    and by each block's ramp-down (the last requests run with fewer beside them); failed requests count.
+    """
+    if role.wall_s <= 0:
+        return None
+    return sum(max(o.ended_at - o.started_at, 0.0) for o in role.outcomes) / role.wall_s
+
+
 def _load_block(role: RoleResult) -> dict[str, Any]:
     outcomes = role.outcomes
     ok = [o for o in outcomes if o.ok]
@@ -111,6 +125,7 @@ def _load_block(role: RoleResult) -> dict[str, Any]:
         "model": role.endpoint.model,
         "server_kind": role.endpoint.kind,
         "wall_s": role.wall_s,
+        "effective_concurrency": effective_concurrency(role),
         "requests_sent": len(outcomes),
         "completed": len(ok),
         "partial": sum(1 for o in failed if o.partial),
@@ -272,6 +287,7 @@ def _entry(
         "draft": label,
         "k": k_used,
         "concurrency": result.phase.concurrency,
+        "effective_concurrency": effective_concurrency(spec_role),
         "rate": result.phase.rate,
         "trace": result.phase.trace,
         "endpoint": spec_role.endpoint.url,

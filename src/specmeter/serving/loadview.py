@@ -75,6 +75,7 @@ def _row(
     ok, failed = _get(load, "completed"), _get(load, "failed")
     requests = f"{ok if ok is not None else DASH}" + (f"+{failed}✗" if failed else "")
     tps = as_float(_get(load, "output_tokens_per_s"))
+    held = as_float(_get(load, "effective_concurrency"))
     e_meas = Text(fmt_speedup(_get(summary, "speedup_measured")) if speculative else DASH)
     if speculative and _get(summary, "danger_zone") is True:
         e_meas.append(" !", style="bold red")
@@ -82,6 +83,7 @@ def _row(
     table.add_row(
         level,
         role,
+        DASH if held is None else f"{held:.2f}",
         requests,
         _pair(_get(summary, "ttft_ms")),
         _ms(_get(summary, "tpot_ms", "p50")),
@@ -131,10 +133,11 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
         pad_edge=False,
         show_edge=False,
         padding=(0, 0, 0, 1),
-        caption="TTFT and chunk gap: p50/p99 ms · TPOT: p50 ms · tok/s: output tokens per wall-clock second",
+        caption="held: requests in flight, time-weighted (the level is the nominal load) · TTFT and chunk "
+        "gap: p50/p99 ms · TPOT: p50 ms · tok/s: output tokens per wall-clock second",
         caption_justify="left",
     )
-    headers = ("level", "run", "ok", "TTFT", "TPOT", "gap", "tok/s", "α", "τ", "E_meas")
+    headers = ("level", "run", "held", "ok", "TTFT", "TPOT", "gap", "tok/s", "α", "τ", "E_meas")
     for h in headers:
         table.add_column(h, justify="left" if h in ("level", "run") else "right", no_wrap=True)
     notes: list[str] = []
