@@ -18,7 +18,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from time import perf_counter
+from time import perf_counter, process_time
 
 import httpx
 
@@ -44,6 +44,7 @@ class RoleResult:
     endpoint: Endpoint
     outcomes: list[RequestOutcome] = field(default_factory=list)
     wall_s: float = 0.0
+    client_cpu_s: float = 0.0  # this process's CPU time during the level's blocks (load generator's cost)
     readings: ServerReadings = field(default_factory=ServerReadings)
 
     def metrics_acceptance(self, k: int | None) -> ServerAcceptance | None:
@@ -118,7 +119,7 @@ class LevelRunner:
                 answers.append(outcome.text)
 
         before = await read(self.client, ep, into.readings)
-        t0 = perf_counter()
+        t0, cpu0 = perf_counter(), process_time()
         try:
             if phase.trace and self.cfg.trace is not None:
                 indices = list(work)
@@ -132,6 +133,7 @@ class LevelRunner:
                 await closed_loop(send, work, phase.concurrency or 1, deadline, done)
         finally:
             into.wall_s += perf_counter() - t0
+            into.client_cpu_s += process_time() - cpu0
         after = await read(self.client, ep, into.readings)
         if before is not None and after is not None:
             into.readings.add(before, after)

@@ -126,6 +126,7 @@ def _load_block(role: RoleResult) -> dict[str, Any]:
         "server_kind": role.endpoint.kind,
         "wall_s": role.wall_s,
         "effective_concurrency": effective_concurrency(role),
+        "client_cpu": role.client_cpu_s / role.wall_s if role.wall_s > 0 else None,
         "requests_sent": len(outcomes),
         "completed": len(ok),
         "partial": sum(1 for o in failed if o.partial),
