@@ -8,9 +8,10 @@ a separate client process, as a user would start it. Around each run the benchma
 Prometheus histograms, so the figures measure the server, not the client:
 
 - server e2e, TTFT, ITL and queue time means (histogram ``_sum`` / ``_count`` deltas), and the service
-  time e2e − queue. ``specmeter serve`` generates one request at a time (FIFO), so e2e ≈ requests in
-  flight × service time: the queue part follows how much concurrency the client holds, the ITL part
-  follows how fast the engine steps (extra per-chunk work, a client competing for the CPU).
+  time e2e − queue. By default the server generates one request at a time (``--max-batch 1``, FIFO, the
+  setup issue 19 was reported with), so e2e ≈ requests in flight × service time: the queue part follows
+  how much concurrency the client holds, the ITL part how fast the engine steps (extra per-chunk work, a
+  client competing for the CPU). ``--max-batch N`` runs the batching server instead.
 - what the client says: the concurrency it held (time-weighted in flight), its TTFT minus the server's.
 - the client's CPU: seconds of CPU of the client process tree over the run (start-up included), and for
   ``specmeter load`` the share of a core during the level alone.
@@ -103,12 +104,12 @@ def _tool(name: str) -> str:
     return str(path) if path.exists() else name
 
 
-def start_server(k: int) -> Server:
+def start_server(k: int, max_batch: int) -> Server:
     port = _free_port()
     cmd = [
         _tool("specmeter"), "serve", "--target", str(ASSETS / "models" / "target"),
         "--draft", str(ASSETS / "models" / "draft-legal"), "--k", str(k), "--port", str(port),
-        "--log-level", "warning",
+        "--log-level", "warning", "--max-batch", str(max_batch),
     ]  # fmt: skip
     process = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)
     server = Server(f"http://127.0.0.1:{port}", process)
@@ -299,6 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2, help="Rounds; every variant runs once per round.")
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument(
+        "--max-batch",
+        type=int,
+        default=1,
+        help="serve's --max-batch; 1 = one request at a time (issue 19's setup).",
+    )
     parser.add_argument("--variants", default=",".join(VARIANTS), help="Comma-separated subset of variants.")
     parser.add_argument("--aiperf", default="/work/aiperf-venv/bin/aiperf", help="aiperf executable, if any.")
     parser.add_argument("--aiperf-artifacts", help="Keep aiperf's latest artifacts in this folder.")
@@ -321,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="load-observer-") as tmp_name:
         tmp = Path(tmp_name)
         ours, theirs = _prompts(args.limit, tmp, aiperf is not None)
-        server = start_server(args.k)
+        server = start_server(args.k, args.max_batch)
         try:
             print(
                 f"specmeter serve on {server.url} (pid {server.process.pid}), "

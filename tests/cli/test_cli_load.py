@@ -15,11 +15,8 @@ from typer.testing import CliRunner, Result
 
 import specmeter.serving.loadrun
 from specmeter.cli.app import app
-<<<<<<< HEAD
-from specmeter.report.validate import validate_result
-=======
 from specmeter.report.html import render_report
->>>>>>> 05a4cc8 (load: request fields not needed for counting are opt-in (--request-seeds; --chunk-counts auto asks one per-chunk count per server kind: continuous usage for vLLM/SGLang/serve instead of usage + token ids, timings for llama.cpp); effective concurrency (time-weighted in flight) per level beside the nominal one in JSON, console and HTML; RequestOutcome.ended_at)
+from specmeter.report.validate import validate_result
 from specmeter.serving.app import create_app
 from specmeter.serving.local_engine import LocalEngine
 from specmeter.serving.server import ServerThread
@@ -86,12 +83,10 @@ def test_sweep_writes_the_shared_result_files(urls: tuple[str, str], prompts: Pa
     assert (out / "r.csv").read_text().count("\n") == 1 + 2 * 2 * 3
     assert len((out / "r.jsonl").read_text().splitlines()) == 2 * 2 * 3
     assert "c=1" in result.output and "E_meas" in result.output and "base" in result.output
-<<<<<<< HEAD
     # The machine was watched over the levels; the in-process servers are part of the measurement.
     hygiene = data["hygiene"]
     assert hygiene["verdict"] in ("quiet", "busy", "unusable") and hygiene["figures"]["samples"] >= 1
     assert os.getpid() in specmeter.serving.loadrun.local_server_pids([spec, base])
-=======
     # The concurrency actually held, beside the nominal one: JSON, console, HTML.
     held = [c["effective_concurrency"] for c in data["candidates"]]
     assert all(0.0 < h <= c["concurrency"] + 1e-9 for h, c in zip(held, data["candidates"], strict=True))
@@ -100,7 +95,6 @@ def test_sweep_writes_the_shared_result_files(urls: tuple[str, str], prompts: Pa
     html = render_report(data)
     assert "Load levels" in html and "held (in flight)" in html and f"{held[1]:.2f}" in html
     assert "c=2 baseline" in html
->>>>>>> 05a4cc8 (load: request fields not needed for counting are opt-in (--request-seeds; --chunk-counts auto asks one per-chunk count per server kind: continuous usage for vLLM/SGLang/serve instead of usage + token ids, timings for llama.cpp); effective concurrency (time-weighted in flight) per level beside the nominal one in JSON, console and HTML; RequestOutcome.ended_at)
 
 
 def test_rate_mode_quiet(urls: tuple[str, str], prompts: Path, tmp_path: Path) -> None:

@@ -44,8 +44,8 @@ class RoleResult:
     endpoint: Endpoint
     outcomes: list[RequestOutcome] = field(default_factory=list)
     wall_s: float = 0.0
-    client_cpu_s: float = 0.0  # this process's CPU time during the level's blocks (load generator's cost)
     readings: ServerReadings = field(default_factory=ServerReadings)
+    client_cpu_s: float = 0.0  # this process's CPU time during the level's blocks (load generator's cost)
 
     def metrics_acceptance(self, k: int | None) -> ServerAcceptance | None:
         return self.readings.acceptance(self.endpoint, k)

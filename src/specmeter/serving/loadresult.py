@@ -224,7 +224,7 @@ def temperature_group(o: RequestOutcome) -> str:
 
 def _relabel(role: RoleResult, key: Callable[[RequestOutcome], str]) -> RoleResult:
     outcomes = [replace(o, record=replace(o.record, category=key(o))) for o in role.outcomes]
-    return RoleResult(role.endpoint, outcomes, role.wall_s, role.readings)
+    return RoleResult(role.endpoint, outcomes, role.wall_s, role.readings, role.client_cpu_s)
 
 
 def _order(label: str) -> tuple[float, str]:
