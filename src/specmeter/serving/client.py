@@ -132,6 +132,7 @@ class _Stream:
     first_payload: Mapping[str, Any] | None = None
     malformed: int = 0
     content: list[str] = field(default_factory=list)
+    unanswered: bool = False  # the connection closed before any response: the request was never served
 
     def handle(self, data: bytes, now: float) -> bool:
         """Process one SSE data payload; True when the stream is over."""
@@ -334,6 +335,7 @@ async def _run(
         state.error = f"timeout: {type(e).__name__}"
     except httpx.RemoteProtocolError as e:
         state.error = f"connection closed mid-stream: {e}"
+        state.unanswered = state.status is None and not state.chunks
     except httpx.HTTPError as e:
         state.error = f"{type(e).__name__}: {e}"
     finally:
@@ -356,21 +358,28 @@ async def stream_request(
     received it all the same, so ``on_cancel`` gets its outcome first (``interrupted``, with whatever had
     arrived), for the caller's records to count every request that was sent.
     """
-    state = _Stream(t0=perf_counter())
     timeout = httpx.Timeout(connect=connect_timeout, read=stall_timeout, write=connect_timeout, pool=None)
-    run = _run(client, request, state, headers, timeout, stall_timeout)
-    try:
-        if total_timeout is None:
-            await run
-        else:
-            await asyncio.wait_for(run, total_timeout)
-    except asyncio.TimeoutError:
-        state.error = f"timeout: the request took longer than {total_timeout:g}s"
-    except asyncio.CancelledError:
-        if on_cancel is not None:
-            state.error = "interrupted: Ctrl-C while the request was in flight"
-            on_cancel(state.outcome(request))
-        raise
+    for attempt in range(2):
+        state = _Stream(t0=perf_counter())
+        run = _run(client, request, state, headers, timeout, stall_timeout)
+        try:
+            if total_timeout is None:
+                await run
+            else:
+                await asyncio.wait_for(run, total_timeout)
+        except asyncio.TimeoutError:
+            state.error = f"timeout: the request took longer than {total_timeout:g}s"
+        except asyncio.CancelledError:
+            if on_cancel is not None:
+                state.error = "interrupted: Ctrl-C while the request was in flight"
+                on_cancel(state.outcome(request))
+            raise
+        # A pooled keep-alive connection the server closed as the request went out ("Server disconnected
+        # without sending a response": no status, no byte) never reached the server — llama-server logs no
+        # task for it. Send it once more on a fresh connection, as HTTP clients do for stale connections;
+        # its clock restarts, since nothing of the first attempt was the server's work.
+        if not (state.unanswered and attempt == 0):
+            break
     return state.outcome(request)
 
 
