@@ -102,3 +102,19 @@ def test_bad_rules_files_name_the_problem(tmp_path: Path, text: str, message: st
     with pytest.raises(RulesError) as info:
         load_rules(path)
     assert str(info.value).startswith(str(path)) and message in str(info.value)
+
+
+def test_with_scrub_prompts_differing_only_in_pii_are_duplicates(tmp_path: Path) -> None:
+    import json
+
+    from specmeter.goldenset import GoldenConfig, build_golden
+
+    log = tmp_path / "r.jsonl"
+    base = "Please summarise the termination clause of our agreement."
+    rows = [{"prompt": f"{base} Reply to user{i}@example.com, tel 03-1234-{5670 + i}."} for i in range(5)]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    plain = build_golden(GoldenConfig([log], tmp_path / "a.jsonl", near_threshold=None))
+    scrubbed = build_golden(GoldenConfig([log], tmp_path / "b.jsonl", scrub=True, near_threshold=None))
+    assert plain.written == 5  # every address differs: five distinct prompts (exact dedupe alone)
+    assert scrubbed.written == 1 and scrubbed.exact_duplicates == 4
+    assert scrubbed.scrubbed == {"email": 1, "phone": 1, "digits": 0}  # counted on what was written

@@ -263,38 +263,27 @@ async def _watch(
     quiet: bool,
     factory: Any = None,
 ) -> Monitor:
-    import httpx
     from rich.live import Live
 
-    from specmeter.monitoring.alerts import AlertSink, ConsoleSink, JsonlSink, WebhookSink
+    from specmeter.monitoring.alerts import alert_sinks
     from specmeter.monitoring.live import render, window_line
     from specmeter.monitoring.monitor import Monitor
 
     def say(line: str) -> None:
         err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 
-    jsonl = JsonlSink(alerts_log) if alerts_log is not None else None
-    try:
-        async with httpx.AsyncClient() as client:
-            sinks: list[AlertSink] = [ConsoleSink(say)]
-            if jsonl is not None:
-                sinks.append(jsonl)
-            if webhook is not None:
-                sinks.append(WebhookSink(webhook, client, on_error=lambda m: say(f"warning: {m}")))
-            monitor = (factory or Monitor)(config, rules, sinks, store, exporter)
-            if live:
-                with Live(render(monitor.trackers, rules, rules.alpha_threshold), console=console) as view:
-                    monitor.on_window = lambda w, t: view.update(
-                        render(monitor.trackers, rules, rules.alpha_threshold)
-                    )
-                    await monitor.run(client)
-            else:
-                if not quiet and not stdout_is_terminal():
-                    monitor.on_window = lambda w, t: console.print(
-                        window_line(w), markup=False, highlight=False, soft_wrap=True
-                    )
+    async with alert_sinks(say, alerts_log, webhook) as (client, sinks):
+        monitor = (factory or Monitor)(config, rules, sinks, store, exporter)
+        if live:
+            with Live(render(monitor.trackers, rules, rules.alpha_threshold), console=console) as view:
+                monitor.on_window = lambda w, t: view.update(
+                    render(monitor.trackers, rules, rules.alpha_threshold)
+                )
                 await monitor.run(client)
-            return monitor
-    finally:
-        if jsonl is not None:
-            jsonl.close()
+        else:
+            if not quiet and not stdout_is_terminal():
+                monitor.on_window = lambda w, t: console.print(
+                    window_line(w), markup=False, highlight=False, soft_wrap=True
+                )
+            await monitor.run(client)
+        return monitor

@@ -118,26 +118,14 @@ def run_requests(
 
 
 async def _watch(monitor: RequestMonitor, alerts_log: Path | None, webhook: str | None) -> None:
-    import httpx
-
-    from specmeter.monitoring.alerts import AlertSink, ConsoleSink, JsonlSink, WebhookSink
+    from specmeter.monitoring.alerts import alert_sinks
 
     def say(line: str) -> None:
         err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 
-    jsonl = JsonlSink(alerts_log) if alerts_log is not None else None
-    try:
-        async with httpx.AsyncClient() as client:
-            sinks: list[AlertSink] = [ConsoleSink(say)]
-            if jsonl is not None:
-                sinks.append(jsonl)
-            if webhook is not None:
-                sinks.append(WebhookSink(webhook, client, on_error=lambda m: say(f"warning: {m}")))
-            monitor.sinks = sinks
-            await monitor.run()
-    finally:
-        if jsonl is not None:
-            jsonl.close()
+    async with alert_sinks(say, alerts_log, webhook) as (_, sinks):
+        monitor.sinks = sinks
+        await monitor.run()
 
 
 def _render_once(monitor: RequestMonitor, rules: AlertRules) -> None:

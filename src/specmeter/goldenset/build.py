@@ -2,7 +2,8 @@
 
 1. Every source is read (:mod:`.formats`); unusable records become problems (``file:line: reason``).
 2. Each prompt gets a category (:mod:`.categorize`).
-3. Exact, then near-duplicates are dropped across all sources, first occurrence kept (:mod:`.dedupe`).
+3. Exact, then near-duplicates are dropped across all sources, first occurrence kept (:mod:`.dedupe`);
+   with scrubbing, on the scrubbed text.
 4. A seeded stratified sample per category, or to a traffic mix (:mod:`.sampling`).
 5. Optionally e-mails, phone numbers and long digit runs are replaced (:mod:`.scrub`).
 6. The golden set is written atomically, one line per prompt in specmeter's own format (what ``bench``,
@@ -172,11 +173,14 @@ def build_golden(config: GoldenConfig) -> GoldenReport:
         )
     categories = [categorize(p, category_field=config.category_field, rules=config.rules) for p in prompts]
     contents = [p.content for p in prompts]
+    # With --scrub, duplicates are judged on scrubbed text: prompts that differ only in an e-mail address
+    # or a phone number are the same prompt for a golden set (a throw-away scrubber: not counted).
+    unify = Scrubber(config.scrub_min_digits) if config.scrub else (lambda s: s)
     dup = dedupe(
-        contents,
+        [unify(c) for c in contents],
         exact=config.exact_dedupe,
         near_threshold=config.near_threshold,
-        near_texts=[p.dialogue for p in prompts],
+        near_texts=[unify(p.dialogue) for p in prompts],
     )
     # With a mix, a key stands for its categories (``legal`` covers ``legal/nda``: selection.mix's rule).
     group_of: dict[str, str | None] = {c: c for c in set(categories)}

@@ -13,8 +13,9 @@ transitions, not a message every window.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol
@@ -23,7 +24,16 @@ import httpx
 
 from specmeter.monitoring.windows import Window, iso
 
-__all__ = ["AlertEvent", "AlertRules", "AlertSink", "ConsoleSink", "JsonlSink", "WebhookSink", "dispatch"]
+__all__ = [
+    "AlertEvent",
+    "AlertRules",
+    "AlertSink",
+    "ConsoleSink",
+    "JsonlSink",
+    "WebhookSink",
+    "alert_sinks",
+    "dispatch",
+]
 
 State = Literal["firing", "resolved"]
 
@@ -170,6 +180,26 @@ class WebhookSink:
             self._on_error(f"webhook {self.url} answered HTTP {response.status_code}")
         else:
             self.delivered += 1
+
+
+@contextlib.asynccontextmanager
+async def alert_sinks(
+    say: Callable[[str], None], alerts_log: Path | None, webhook: str | None
+) -> AsyncIterator[tuple[httpx.AsyncClient, list[AlertSink]]]:
+    """The monitor's sinks — the console (``say``), ``--alerts-log``, ``--webhook`` — with the HTTP client
+    they share; the JSONL file is closed on the way out."""
+    jsonl = JsonlSink(alerts_log) if alerts_log is not None else None
+    try:
+        async with httpx.AsyncClient() as client:
+            sinks: list[AlertSink] = [ConsoleSink(say)]
+            if jsonl is not None:
+                sinks.append(jsonl)
+            if webhook is not None:
+                sinks.append(WebhookSink(webhook, client, on_error=lambda m: say(f"warning: {m}")))
+            yield client, sinks
+    finally:
+        if jsonl is not None:
+            jsonl.close()
 
 
 async def dispatch(event: AlertEvent, sinks: Sequence[AlertSink]) -> None:
