@@ -122,7 +122,7 @@ def positions_chart(result: Mapping[str, Any]) -> str | None:
         series.append(Series(f"{candidate_label(c)} conditional", cond, _color(i), dashed=True, legend=False))
     if not series:
         return None
-    return line_chart("positions", "Per-position acceptance (solid: cumulative P_i, dashed: conditional)",
+    return line_chart("positions", "Per-position acceptance (solid: P_i, dashed: conditional q_i)",
                       series, x_label="draft position", y_label="acceptance",
                       y_domain=(0.0, 1.0))  # fmt: skip
 
