@@ -4,9 +4,10 @@ Decode is usually memory-bound, so the field report's third metric asks how clos
 memory's limit. The limit used here is measured, not looked up: the best rate of several copies of one
 large buffer into another on the same device (STREAM's "Copy"), counting the bytes read *and* the bytes
 written, as STREAM does. Best, not median, as STREAM reports it: on the 2-core development VM the median
-of five copies jumped between 33 and 45 GB/s from one call to the next, the best stayed at 43–46 GB/s. The buffer is far larger than any cache, so the copy streams from and to memory; on a CPU
-it runs on torch's threads, as the forwards do. ``achieved_bytes_per_s / copy_bytes_per_s`` is then the
-share of that bandwidth the decode loop's weight reads use (docs/metrics.md, "achieved bandwidth").
+of five copies jumped between 33 and 45 GB/s from one call to the next, the best stayed at 43–46 GB/s.
+The buffer is far larger than any cache, so the copy streams from and to memory; on a CPU it runs on
+torch's threads, as the forwards do. ``achieved_bytes_per_s / copy_bytes_per_s`` is then the share of
+that bandwidth the decode loop's weight reads use (docs/metrics.md, "achieved bandwidth").
 
 What this is not: a peak figure from a datasheet (a copy reaches somewhat less), nor a measure of the
 KV-cache and activation traffic, which the weight-traffic figure leaves out.
