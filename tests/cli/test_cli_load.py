@@ -217,3 +217,31 @@ def test_gamma_arrivals_and_mode_mistakes(urls: tuple[str, str], prompts: Path, 
         invoke(*base, "--rate", "1", "--arrival", "gamma", "--burstiness", "0"), "--burstiness"
     )
     assert_usage_error(invoke(*base, "--temperature", "0,hot"), "--temperature")
+
+
+def test_messages_api_end_to_end(urls: tuple[str, str], prompts: Path, tmp_path: Path) -> None:
+    # Anthropic's Messages API against serve's /v1/messages: tokens from the final usage, acceptance from
+    # the /metrics counters (the API has no per-request reports); the table says the gaps are approximate.
+    spec = urls[0]
+    out = tmp_path / "m.json"
+    result = invoke(
+        "--endpoint", spec, "--prompts", prompts, "--api", "messages", "--max-tokens", "8", "--warmup", "0",
+        "--json", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    level = json.loads(out.read_text())["candidates"][0]
+    assert level["load"]["completed"] == 3 and level["load"]["token_sources"] == {"usage_distributed": 3}
+    assert level["server"]["used"] == "metrics"
+    assert "per-token gaps approximate" in " ".join(result.stdout.split())
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--api", "messages", "--temperature", "1.5"),
+        "--temperature",
+    )
+    assert_usage_error(invoke("--endpoint", spec, "--prompts", prompts, "--api", "anthropic"), "--api")
+    # Nothing completed: exit 1 with the first failure's message (the server's own words), no traceback.
+    wrong = invoke(
+        "--endpoint", spec, "--prompts", prompts, "--api", "messages", "--model", "nope", "--warmup", "0"
+    )
+    assert wrong.exit_code == 1 and "Traceback" not in wrong.output
+    assert f"to {spec} completed (first failure: HTTP 404: model: nope)" in " ".join(wrong.output.split())
+    assert "e.g. HTTP 404: model: nope" in " ".join(wrong.output.split())  # the table's note says it too

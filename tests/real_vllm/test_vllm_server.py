@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 import pytest
 from vllm_helpers import (
     LEGAL,
+    SPECMETER,
     TARGET,
     by_label,
     env,
@@ -116,6 +118,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             monitor_output = monitor.stdout.read() if monitor.stdout else ""
         _record_fixture(url, FIXTURES / "vllm")
         yield {
+            "url": url,
+            "out": out,
             "delta": {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after},
             "per_pos": {int(p): after_pos[p] - before_pos.get(p, 0.0) for p in after_pos},
             "ttft_buckets": {le: after_ttft[le] - before_ttft.get(le, 0.0) for le in after_ttft},
@@ -202,3 +206,21 @@ def test_client_ttfts_fit_vllms_ttft_histogram(served: dict[str, Any]) -> None:
     for le, count in buckets.items():
         below, above = sum(t <= le - 0.002 for t in client), sum(t <= le + 0.5 for t in client)
         assert below <= count <= above, (le, sorted(client), buckets)
+
+
+def test_messages_api_without_a_chat_template_fails_in_one_line(served: dict[str, Any]) -> None:
+    # vLLM's /v1/messages renders through the chat template, which the bundled models lack: every request
+    # is refused (HTTP 400, vLLM's error type name instead of Anthropic's invalid_request_error), and load
+    # says so in one line with vLLM's words and exits 1. Runs after the fixture's counters were read.
+    prompts = legal_slice(served["out"] / "two.jsonl", 2)
+    proc = subprocess.run(
+        [str(SPECMETER), "load", "--endpoint", served["url"], "--api", "messages", "--prompts", prompts,
+         "--warmup", "0", "--max-tokens", "8", "--json", served["out"] / "messages.json"],
+        capture_output=True, text=True, timeout=300, env=env(),
+    )  # fmt: skip
+    output = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 1, output
+    assert "Traceback" not in output
+    assert "completed (first failure: HTTP 400: As of transformers v4.44, default chat template" in output
+    level = read_json(served["out"] / "messages.json")["candidates"][0]
+    assert level["load"]["failed"] == 2 and level["load"]["failures"][0]["status"] == 400

@@ -1,5 +1,7 @@
 """``specmeter load``: load-test any OpenAI-compatible server, optionally against a baseline, level by level.
 
+``--api messages`` speaks Anthropic's Messages API instead (``POST /v1/messages``, as vLLM serves it).
+
 Results go to the same ``--json/--csv/--log`` files as ``bench`` (kind ``"load"``, one candidate entry
 per load level). Ctrl-C keeps every finished request on disk and exits 130.
 """
@@ -166,7 +168,10 @@ def load(
         help="Per-chunk token counts asked of the server: auto (cheapest for its kind), usage, token_ids, "
         "timings or none (final usage only).",
     ),
-    api: str = typer.Option("auto", help="auto (chat prompts → chat API), completions or chat."),
+    api: str = typer.Option(
+        "auto",
+        help="auto (chat prompts → chat API), completions, chat, or messages (Anthropic /v1/messages).",
+    ),
     model: str | None = typer.Option(None, help="Model name to request (default: the server's first model)."),
     baseline_model: str | None = typer.Option(
         None, "--baseline-model", help="Model name on the baseline server."
@@ -209,7 +214,7 @@ def load(
         "endpoints) failed. Without it, load exits 1 only when no request completed.",
     ),
 ) -> None:
-    """Load-test an OpenAI-compatible server: latency under load, server-side acceptance, E_meas per level."""
+    """Load-test an OpenAI or Anthropic Messages API server: latency, acceptance, E_meas per load level."""
     from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
     from specmeter.serving.loadrequests import CHUNK_COUNTS
     from specmeter.workloads import WorkloadError, load_workload
@@ -227,8 +232,10 @@ def load(
     if trace is not None and duration is not None:
         fail("--trace sets the level's length; --duration does not apply")
     temperatures = _temperatures(temperature)
-    if api not in ("auto", "completions", "chat"):
-        fail(f"--api: {api!r} is not one of auto, completions, chat")
+    if api not in ("auto", "completions", "chat", "messages"):
+        fail(f"--api: {api!r} is not one of auto, completions, chat, messages")
+    if api == "messages" and any(t > 1.0 for t in temperatures):
+        fail(f"--temperature: the Messages API takes 0 to 1, got {max(temperatures):g}")
     if chunk_counts not in CHUNK_COUNTS:
         fail(f"--chunk-counts: {chunk_counts!r} is not one of {', '.join(CHUNK_COUNTS)}")
     if server not in SERVER_CHOICES:

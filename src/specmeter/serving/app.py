@@ -1,8 +1,10 @@
 """``specmeter serve``: an OpenAI-compatible HTTP server (Starlette) around a single-stream engine.
 
 Routes: ``POST /v1/completions``, ``POST /v1/chat/completions`` (streaming SSE or one JSON body),
+``POST /v1/messages`` (Anthropic's Messages API, streaming or not: ``serving.messages_api``),
 ``GET /v1/models``, ``GET /health``, ``GET /metrics`` (Prometheus, vLLM's names). With an API key, the
-``/v1`` routes want ``Authorization: Bearer KEY``; health and metrics stay open, as in vLLM.
+``/v1`` routes want ``Authorization: Bearer KEY`` (``/v1/messages`` also ``x-api-key: KEY``); health and
+metrics stay open, as in vLLM.
 
 Each request becomes a :class:`~specmeter.serving.worker.Job` on the worker's FIFO queue; engine steps
 come back through ``loop.call_soon_threadsafe`` into an ``asyncio.Queue`` the response reads from, so a
@@ -15,10 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +36,8 @@ from starlette.routing import Route
 from specmeter.metrics.records import Emission, RequestRecord
 from specmeter.report.files import RequestSink
 from specmeter.serving.engine import GenerationResult, ServingEngine
+from specmeter.serving.messages_api import error_body, message_body, parse_messages_request
+from specmeter.serving.messages_serve import stream_message
 from specmeter.serving.openai_schema import APIError, ParsedRequest, parse_request
 from specmeter.serving.prom import ServerMetrics
 from specmeter.serving.responses import (
@@ -97,12 +102,15 @@ class _Server:
         extra = {"time": round(time.time(), 3), **job.log}
         self.sink.write("serve", self.engine.draft_name, self.engine.k, record, extra=extra)
 
-    def authorize(self, request: Request) -> None:
+    def authorize(self, request: Request, *, x_api_key: bool = False) -> None:
+        """Bearer token; with ``x_api_key`` (the Messages API) Anthropic's ``x-api-key`` header too."""
         key = self.config.api_key
         if key is None:
             return
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
+        if x_api_key and "x-api-key" in request.headers:
+            scheme, token = "bearer", request.headers["x-api-key"]
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
             raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
 
@@ -201,22 +209,22 @@ async def _watch_disconnect(request: Request, job: Job, put: Callable[..., None]
             return
 
 
-async def _generate(server: _Server, request: Request, kind: Kind) -> Response:
-    server.authorize(request)
+async def _body(request: Request) -> Any:
     try:
-        body = await request.json()
-    except (
-        ValueError,
-        UnicodeDecodeError,
-        RecursionError,
-    ):  # RecursionError: nesting deeper than json's limit
+        return await request.json()
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting deeper than json's
         raise APIError(400, "could not parse the request body as JSON") from None
-    parsed = parse_request(body, kind, server.engine.model_name)
+
+
+def _submit(
+    server: _Server, parsed: ParsedRequest, kind: Kind | Literal["messages"]
+) -> tuple[Job, asyncio.Queue[tuple[Any, ...]], Callable[..., None]]:
+    """Queue a checked request on the worker: the job, the queue its events arrive on, and their bridge."""
     ids, max_tokens = server.prepare(parsed)
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
     put = _bridge(loop, events)
-    prefix = "cmpl" if kind == "completion" else "chatcmpl"
+    prefix = {"completion": "cmpl", "chat": "chatcmpl", "messages": "msg"}[kind]
     job = Job(
         request_id=f"{prefix}-{uuid.uuid4().hex}",
         kind=kind,
@@ -236,11 +244,61 @@ async def _generate(server: _Server, request: Request, kind: Kind) -> Response:
             type="rate_limit_error",
             code="rate_limit_exceeded",
         )
+    return job, events, put
+
+
+async def _generate(server: _Server, request: Request, kind: Kind) -> Response:
+    server.authorize(request)
+    parsed = parse_request(await _body(request), kind, server.engine.model_name)
+    job, events, put = _submit(server, parsed, kind)
     if parsed.stream:
         return StreamingResponse(
             _stream(server, request, parsed, job, events, put), media_type="text/event-stream"
         )
     return await _complete(server, request, parsed, job, events, put)
+
+
+async def _messages(server: _Server, request: Request) -> Response:
+    """Anthropic's Messages API: the same engine and queue, Anthropic's shapes and errors."""
+    try:
+        server.authorize(request, x_api_key=True)
+        parsed = parse_messages_request(await _body(request), server.engine.model_name)
+        job, events, put = _submit(server, parsed, "messages")
+        watch = functools.partial(_watch_disconnect, request, job, put)
+        model = parsed.model
+        if parsed.stream:
+            return StreamingResponse(
+                stream_message(server.engine, job, model, events, watch), media_type="text/event-stream"
+            )
+        result = await _result(job, events, watch)
+    except APIError as e:
+        return JSONResponse(error_body(e.status, e.message), status_code=e.status)
+    if result is None:
+        return Response(status_code=204)  # the client is gone: nobody will read it
+    output = result.output_ids
+    text = server.engine.decode(output)
+    body = message_body(job.request_id, model, text, result.finish_reason, len(job.prompt_ids), len(output))
+    return JSONResponse(body)
+
+
+async def _result(
+    job: Job, events: asyncio.Queue[tuple[Any, ...]], watch: Callable[[], Coroutine[Any, Any, None]]
+) -> GenerationResult | None:
+    """Wait for a job's end: its result, None when the client disconnected; APIError 500 when it failed."""
+    watcher = asyncio.create_task(watch())
+    try:
+        while True:
+            item = await events.get()
+            if item[0] == "disconnect":
+                return None
+            if item[0] == "done":
+                break
+    finally:
+        watcher.cancel()
+    result, error = item[1], item[2]
+    if error is not None or result is None:
+        raise APIError(500, f"generation failed: {error}", type="server_error")
+    return result  # type: ignore[no-any-return]
 
 
 async def _complete(
@@ -251,19 +309,9 @@ async def _complete(
     events: asyncio.Queue[tuple[Any, ...]],
     put: Callable[..., None],
 ) -> Response:
-    watcher = asyncio.create_task(_watch_disconnect(request, job, put))
-    try:
-        while True:
-            item = await events.get()
-            if item[0] == "disconnect":
-                return Response(status_code=204)  # nobody will read it
-            if item[0] == "done":
-                break
-    finally:
-        watcher.cancel()
-    result, error = item[1], item[2]
-    if error is not None or result is None:
-        raise APIError(500, f"generation failed: {error}", type="server_error")
+    result = await _result(job, events, functools.partial(_watch_disconnect, request, job, put))
+    if result is None:
+        return Response(status_code=204)  # nobody will read it
     text = server.engine.decode(result.output_ids)
     body = final_response(
         parsed.kind,
@@ -370,8 +418,11 @@ def create_app(engine: ServingEngine, config: ServeConfig | None = None) -> Star
     async def chat(request: Request) -> Response:
         return await _generate(server, request, "chat")
 
+    async def messages(request: Request) -> Response:
+        return await _messages(server, request)
+
     async def models(request: Request) -> Response:
-        server.authorize(request)
+        server.authorize(request, x_api_key=True)
         card = {
             "id": engine.model_name,
             "object": "model",
@@ -414,6 +465,7 @@ def create_app(engine: ServingEngine, config: ServeConfig | None = None) -> Star
         routes=[
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/messages", messages, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),

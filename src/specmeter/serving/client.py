@@ -23,7 +23,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -32,7 +32,7 @@ from specmeter.monitoring.acceptance import steps_from_report
 from specmeter.monitoring.adapters import request_report
 from specmeter.serving.sse import DONE, SSEParser
 
-__all__ = ["ClientShards", "RequestOutcome", "StreamRequest", "stream_request"]
+__all__ = ["ClientShards", "RequestOutcome", "StreamRequest", "StreamState", "stream_request"]
 
 try:
     import sniffio  # noqa: F401
@@ -114,8 +114,15 @@ def _count(value: object) -> int | None:
 
 
 @dataclass
-class _Stream:
-    """Everything seen so far in one stream; survives cancellation so partial results are kept."""
+class StreamState:
+    """Everything seen so far in one OpenAI stream; survives cancellation so partial results are kept.
+
+    Another wire format (``serving.messages_stream``) subclasses it with its own ``handle``, finish reasons
+    and wording; the outcome (token sources, distribution of a final usage, failures) is shared.
+    """
+
+    FINISH: ClassVar[Mapping[str, FinishReason]] = _FINISH
+    UNFINISHED: ClassVar[str] = "stream ended without finish_reason or [DONE] (server closed the connection)"
 
     t0: float
     chunks: list[list[Any]] = field(default_factory=list)  # [arrival time, tokens or None (unknown)]
@@ -236,9 +243,9 @@ class _Stream:
         elapsed = ended - self.t0
         error = self.error
         if error is None and not self.done and self.finish is None and self.status == 200:
-            error = "stream ended without finish_reason or [DONE] (server closed the connection)"
+            error = self.UNFINISHED
         finish: FinishReason = (
-            "interrupted" if error is not None else _FINISH.get(self.finish or "", "interrupted")
+            "interrupted" if error is not None else self.FINISH.get(self.finish or "", "interrupted")
         )
         if error is None and finish == "interrupted":
             error = f"server finished with reason {self.finish!r}"
@@ -284,7 +291,7 @@ async def _drain(body: AsyncIterator[bytes]) -> None:
 async def _run(
     client: httpx.AsyncClient,
     request: StreamRequest,
-    state: _Stream,
+    state: StreamState,
     headers: Mapping[str, str] | None,
     timeout: httpx.Timeout,
     stall_timeout: float,
@@ -351,16 +358,18 @@ async def stream_request(
     total_timeout: float | None = None,
     connect_timeout: float = 10.0,
     on_cancel: Callable[[RequestOutcome], None] | None = None,
+    state_type: type[StreamState] = StreamState,
 ) -> RequestOutcome:
     """Send one streaming request and measure it; never raises for server or network failures.
 
-    Cancellation (Ctrl-C) propagates: a request cut short by the user is not a measurement. The server
-    received it all the same, so ``on_cancel`` gets its outcome first (``interrupted``, with whatever had
-    arrived), for the caller's records to count every request that was sent.
+    ``state_type`` reads the stream's wire format (OpenAI's by default). Cancellation (Ctrl-C) propagates:
+    a request cut short by the user is not a measurement. The server received it all the same, so
+    ``on_cancel`` gets its outcome first (``interrupted``, with whatever had arrived), for the caller's
+    records to count every request that was sent.
     """
     timeout = httpx.Timeout(connect=connect_timeout, read=stall_timeout, write=connect_timeout, pool=None)
     for attempt in range(2):
-        state = _Stream(t0=perf_counter())
+        state = state_type(t0=perf_counter())
         run = _run(client, request, state, headers, timeout, stall_timeout)
         try:
             if total_timeout is None:

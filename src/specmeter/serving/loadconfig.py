@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from specmeter.monitoring.adapters import ServerKind
+from specmeter.serving.messages_api import messages_headers
 from specmeter.serving.trace import TraceEntry
 from specmeter.workloads.loader import Prompt
 
@@ -80,7 +81,7 @@ class LoadConfig:
     seed: int = 0  # Poisson arrivals; request i carries seed + i only with request_seeds
     request_seeds: bool = False
     chunk_counts: ChunkCounts = "auto"  # the per-chunk token count asked of the server (loadrequests)
-    api: Literal["auto", "completions", "chat"] = "auto"
+    api: Literal["auto", "completions", "chat", "messages"] = "auto"  # messages: Anthropic's /v1/messages
     model: str | None = None
     baseline_model: str | None = None
     api_key: str | None = None
@@ -104,4 +105,6 @@ class LoadConfig:
 
     @property
     def headers(self) -> dict[str, str] | None:
+        if self.api == "messages":
+            return messages_headers(self.api_key)
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else None

@@ -24,11 +24,12 @@ import httpx
 
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.serving.arrivals import arrival_gaps
-from specmeter.serving.client import RequestOutcome
+from specmeter.serving.client import RequestOutcome, StreamState
 from specmeter.serving.loadconfig import Endpoint, LoadConfig, Phase, Role
 from specmeter.serving.loadloop import OPEN_LOOP_SLOTS, Streams, closed_loop, open_loop
 from specmeter.serving.loadreadings import ServerReadings, read
 from specmeter.serving.loadrequests import build_request, prompt_of
+from specmeter.serving.messages_stream import MessagesStream
 from specmeter.serving.trace import trace_gaps
 
 __all__ = ["LevelRunner", "OnRequest", "PhaseResult", "RoleResult", "new_phase"]
@@ -68,7 +69,10 @@ class LevelRunner:
         self.cfg = config
         self.client = client  # scrapes; streams go through their own sharded pools
         self.streams = Streams(
-            headers=config.headers, stall_timeout=config.stall_timeout, request_timeout=config.request_timeout
+            headers=config.headers,
+            stall_timeout=config.stall_timeout,
+            request_timeout=config.request_timeout,
+            state_type=MessagesStream if config.api == "messages" else StreamState,
         )
 
     async def aclose(self) -> None:

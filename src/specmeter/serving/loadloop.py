@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from time import perf_counter
 
-from specmeter.serving.client import ClientShards, RequestOutcome, StreamRequest, stream_request
+from specmeter.serving.client import ClientShards, RequestOutcome, StreamRequest, StreamState, stream_request
 
 __all__ = ["OPEN_LOOP_SLOTS", "OnOutcome", "Send", "Streams", "closed_loop", "open_loop"]
 
@@ -36,9 +36,11 @@ class Streams:
         headers: dict[str, str] | None = None,
         stall_timeout: float = 60.0,
         request_timeout: float | None = None,
+        state_type: type[StreamState] = StreamState,
     ) -> None:
         self.shards = ClientShards()
         self.headers, self.stall_timeout, self.request_timeout = headers, stall_timeout, request_timeout
+        self.state_type = state_type  # the stream's wire format: OpenAI's, or MessagesStream
 
     def prepare(self, slots: int) -> None:
         """Create the pools for ``slots`` slots now, outside any measured interval."""
@@ -55,6 +57,7 @@ class Streams:
             stall_timeout=self.stall_timeout,
             total_timeout=self.request_timeout,
             on_cancel=on_cancel,
+            state_type=self.state_type,
         )
 
     async def aclose(self) -> None:

@@ -1,8 +1,9 @@
-"""What ``load`` sends: one streamed OpenAI request per (prompt, index), shaped for the server under test.
+"""What ``load`` sends: one streamed request per (prompt, index), shaped for the server under test.
 
 Request ``index`` takes prompt ``index mod len(prompts)``, so a level longer than the golden set cycles
 through it and two endpoints given the same indices receive the same prompts (which is what pairs their
-requests for E_meas). The chat or completions API follows the prompt (``--api auto``) or the option. A
+requests for E_meas). The chat or completions API follows the prompt (``--api auto``) or the option;
+``--api messages`` sends Anthropic's Messages request instead (``messages_api.messages_payload``). A
 conversation's later turns carry the server's own earlier answers (``loadlevel`` sends them in order).
 
 **Every field costs the server something**, and a load generator that makes the server work harder than
@@ -29,6 +30,7 @@ from typing import Any
 from specmeter.monitoring.adapters import ServerKind
 from specmeter.serving.client import StreamRequest
 from specmeter.serving.loadconfig import ChunkCounts, Endpoint, LoadConfig
+from specmeter.serving.messages_api import messages_payload
 from specmeter.workloads.loader import Prompt
 from specmeter.workloads.render import plain_chat_text, turn_id, turn_messages
 
@@ -74,6 +76,13 @@ def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[s
     turn = len(answers)
     if turn:
         prompt = dataclasses.replace(prompt, messages=turn_messages(prompt, answers), followups=())
+    max_tokens = (entry.output_tokens if entry is not None else None) or prompt.max_tokens or cfg.max_tokens
+    if cfg.api == "messages":
+        body = messages_payload(
+            prompt, ep.model, max_tokens=max_tokens, temperature=cfg.temperature_of(index), top_p=cfg.top_p
+        )
+        body.update(cfg.extra_body)
+        return StreamRequest(turn_id(prompt.id, turn), prompt.category, ep.url + "/v1/messages", body)
     chat = prompt.is_chat if cfg.api == "auto" else cfg.api == "chat"
     payload: dict[str, Any] = {"model": ep.model}
     if chat:
@@ -85,9 +94,7 @@ def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[s
         payload["prompt"] = prompt.text if prompt.text is not None else plain_chat_text(prompt.messages or ())
     stream_options: dict[str, Any] = {"include_usage": True}
     payload.update(
-        max_tokens=(entry.output_tokens if entry is not None else None)
-        or prompt.max_tokens
-        or cfg.max_tokens,
+        max_tokens=max_tokens,
         temperature=cfg.temperature_of(index),
         top_p=cfg.top_p,
         stream=True,

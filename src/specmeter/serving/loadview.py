@@ -186,6 +186,9 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
         errors = _get(entry, "load", "errors") or {}
         if errors:
             notes.append(f"{level}: errors " + ", ".join(f"{k} ×{v}" for k, v in errors.items()))
+            failures = _get(entry, "load", "failures") or []
+            first = {str(f.get("error")).split(":")[0]: f.get("error") for f in reversed(failures)}
+            notes += [f"{level}: e.g. {first[kind]}" for kind in errors if first.get(kind)]
     console.print(table)
     for entry in result.get("candidates") or []:
         for key, title in (

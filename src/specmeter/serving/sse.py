@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["DONE", "SSEParser", "encode_data", "encode_done"]
+__all__ = ["DONE", "SSEParser", "encode_data", "encode_done", "encode_event"]
 
 DONE = b"[DONE]"
 _KNOWN_FIELDS = (b"event", b"id", b"retry")
@@ -23,6 +23,11 @@ def encode_data(payload: dict[str, Any]) -> bytes:
     return (
         b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n\n"
     )
+
+
+def encode_event(name: str, payload: dict[str, Any]) -> bytes:
+    """One named SSE event (``event: NAME`` then the ``data:`` line), as Anthropic's Messages API streams."""
+    return b"event: " + name.encode("utf-8") + b"\n" + encode_data(payload)
 
 
 def encode_done() -> bytes:
