@@ -18,7 +18,10 @@ import specmeter
 SRC = Path(specmeter.__file__).resolve().parent.parent
 
 # Packages that must load without torch: they read records, files and servers, never run a model.
-TORCH_FREE = ("metrics", "report", "store", "monitoring", "economics", "workloads", "selection", "modeldir")
+TORCH_FREE = (
+    "metrics", "report", "store", "monitoring", "economics", "workloads", "selection", "modeldir",
+    "goldenset",
+)  # fmt: skip
 
 
 def _modules() -> dict[str, Path]:

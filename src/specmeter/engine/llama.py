@@ -24,7 +24,8 @@ import torch.nn.functional as F
 
 from specmeter.metrics.records import ModelInfo
 
-# model_type -> (bias on q/k/v, bias on o); `attention_bias` in the config overrides for llama/mistral.
+# The model types the native engine runs. Attention biases are not decided per type: q/k/v and o biases are
+# used when the checkpoint has them (qwen2 always, llama/mistral with `attention_bias`), see _layer_tensors.
 NATIVE_ARCHITECTURES = {"llama", "mistral", "qwen2", "qwen3"}
 # Rope kinds whose frequencies depend on the position at run time; the native path does not implement them.
 _DYNAMIC_ROPE = {"dynamic", "longrope"}

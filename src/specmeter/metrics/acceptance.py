@@ -29,7 +29,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class AcceptanceCounts:
-    """The raw counts behind every acceptance rate (DESIGN.md: every rate comes with its count)."""
+    """The raw counts behind every acceptance rate (docs/metrics.md: every rate comes with its count)."""
 
     steps: int  # S: verification steps, i.e. steps with d_s >= 1
     target_forwards: int  # every decode target forward, including target-only steps (d_s == 0)

@@ -1,8 +1,8 @@
 """Raw records of a run: what the engine observed, nothing derived.
 
-The engine fills these in while it decodes; every metric in this package is a pure function over them
-(DESIGN.md: "metrics are derived later from these records, never inside the loop"). They carry no torch
-types so that metrics, reports and stores load without torch.
+The engine fills these in while it decodes; every metric in this package is a pure function over them,
+derived after the fact and never inside the loop (docs/internals.md). They carry no torch types so that
+metrics, reports and stores load without torch.
 
 Times are seconds (floats) measured with ``time.perf_counter``; emission times are relative to the
 request's start.

@@ -44,7 +44,7 @@ def fmt_ci(ci: Any, digits: int = 2) -> str:
 
 
 def fmt_rate(rate: Any, num: Any = None, den: Any = None, digits: int = 3) -> str:
-    """A rate with its count, e.g. ``0.652 (1,304/2,000)``: every rate comes with its count (DESIGN.md)."""
+    """A rate with its count, e.g. ``0.652 (1,304/2,000)``; docs/metrics.md: every rate comes with it."""
     text = fmt_num(rate, digits)
     if as_float(num) is not None and as_float(den) is not None:
         text += f" ({fmt_int(num)}/{fmt_int(den)})"
