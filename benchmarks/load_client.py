@@ -18,6 +18,10 @@ each concurrency level. Per level it prints, measured side by side in this one r
 
 Goals on the project's 2-core machine: ≥ 256 concurrent streams sustained (all complete, none stalls), and
 median TTFT error < 2 ms at concurrency 64. A full run takes well under two minutes.
+
+``--ttft-table 1,2,4`` runs only the paced server at concurrency 1, 16, 64 and 256, once per client
+process count (``load --client-processes N``: ``serving.loadworkers``), and prints the TTFT error table
+(about a minute).
 """
 
 from __future__ import annotations
@@ -115,7 +119,8 @@ class Level:
     ttft_error_ms: list[float]
     client_ttft_ms: list[float]
     errors: list[str]
-    client_cpu: float = 0.0  # client process CPU seconds per wall second during the level
+    client_cpu: float = 0.0  # client CPU seconds (worker processes included) per wall second during the level
+    processes: int = 1  # processes that read the streams (load --client-processes)
 
 
 async def _level(
@@ -126,8 +131,11 @@ async def _level(
     per_chunk: int,
     interval_ms: float,
     stagger: bool = False,
+    processes: int = 1,
 ) -> Level:
-    from specmeter.serving.client import ClientShards, StreamRequest, stream_request
+    from specmeter.serving.client import StreamRequest
+    from specmeter.serving.loadloop import Streams
+    from specmeter.serving.loadworkers import WorkerStreams
 
     payload = {
         "model": "bench",
@@ -143,10 +151,13 @@ async def _level(
     in_flight = peak = 0
     outcomes = []
     rng = random.Random(concurrency)
-    shards = ClientShards()  # the pools `load` uses: one small pool per 8 workers
+    # What `load` runs: one process with small sharded pools, or `--client-processes N` workers.
+    streams = WorkerStreams(processes, stall_timeout=30.0) if processes > 1 else Streams(stall_timeout=30.0)
     try:
+        await streams.start()
+        streams.prepare(concurrency)
         # Warm the pools so the level measures streaming, not TCP handshakes.
-        await asyncio.gather(*(stream_request(shards.get(slot), request) for slot in range(concurrency)))
+        await asyncio.gather(*(streams.send(request, slot) for slot in range(concurrency)))
 
         async def worker(slot: int) -> None:
             nonlocal in_flight, peak
@@ -155,15 +166,15 @@ async def _level(
             for _ in todo:
                 in_flight += 1
                 peak = max(peak, in_flight)
-                outcomes.append(await stream_request(shards.get(slot), request, stall_timeout=30.0))
+                outcomes.append(await streams.send(request, slot))
                 in_flight -= 1
 
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu = time.perf_counter(), time.process_time() + streams.cpu_seconds()
         await asyncio.gather(*(worker(slot) for slot in range(concurrency)))
         wall = time.perf_counter() - start
-        cpu = time.process_time() - cpu
+        cpu = time.process_time() + streams.cpu_seconds() - cpu
     finally:
-        await shards.aclose()
+        await streams.aclose()
     ok = [o for o in outcomes if o.ok]
     errors = sorted({o.error or "?" for o in outcomes if not o.ok})
     ttft_error, client_ttft = [], []
@@ -186,6 +197,7 @@ async def _level(
         client_ttft,
         errors,
         cpu / wall,
+        processes,
     )
 
 
@@ -218,6 +230,53 @@ def _median_at(results: list[Level], concurrency: int) -> float:
     return statistics.median(level.ttft_error_ms) if level and level.ttft_error_ms else float("nan")
 
 
+def _start_server(pin: bool) -> tuple[Any, str]:
+    ctx = mp.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    server = ctx.Process(target=_serve, args=(send, 1 if pin else None), daemon=True)
+    server.start()
+    return server, f"http://127.0.0.1:{receive.recv()}"
+
+
+def ttft_table(args: argparse.Namespace) -> int:
+    """Client TTFT − server-stamped TTFT against the paced server, per client process count and level."""
+    processes = [int(x) for x in args.ttft_table.split(",") if x]
+    levels = (
+        [int(x) for x in args.paced_levels.split(",") if x]
+        if args.paced_levels != "1,64,256"
+        else [1, 16, 64, 256]
+    )
+    server, url = _start_server(args.pin)
+    rows: list[tuple[str, Level]] = []
+    try:
+        print(
+            f"paced server on {url}: one chunk per {args.interval_ms:g} ms, {args.paced_chunks} chunks per "
+            f"stream; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before the run"
+        )
+        for c in levels:
+            for mode, stagger in (("lockstep", False), ("staggered", True)):
+                for n in processes:
+                    level = _level(url, c, max(2 * c, 40), args.paced_chunks, args.tokens_per_chunk,
+                                   args.interval_ms, stagger, n)  # fmt: skip
+                    rows.append((mode, asyncio.run(level)))
+    finally:
+        server.terminate()
+        server.join(5)
+    print(f"{'conc':>5} {'streams':>9} {'client procs':>12} {'requests':>8} {'TTFT err p50':>12} {'p90':>8} "
+          f"{'p99':>8} {'client CPU':>10}")  # fmt: skip
+    for mode, r in rows:
+        print(
+            f"{r.concurrency:>5} {mode:>9} {r.processes:>12} {r.ok:>8} {_pct(r.ttft_error_ms, 0.5):>9.3f} ms "
+            f"{_pct(r.ttft_error_ms, 0.9):>8.3f} {_pct(r.ttft_error_ms, 0.99):>8.3f} "
+            f"{100 * r.client_cpu:>9.0f}%"
+        )
+    print(f"load average {os.getloadavg()[0]:.1f} after the run")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump([{"mode": m, **r.__dict__} for m, r in rows], fh)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--levels", default="1,64,256,512", help="Concurrency levels, flooding server.")
@@ -228,8 +287,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval-ms", type=float, default=25.0, help="Chunk interval of the paced server.")
     parser.add_argument("--paced-chunks", type=int, default=16, help="Chunks per stream, paced server.")
     parser.add_argument("--pin", action="store_true", help="Pin the server to CPU 1 and the client to CPU 0.")
+    parser.add_argument(
+        "--ttft-table",
+        metavar="PROCESSES",
+        help="Only the TTFT error table: paced server, levels 1,16,64,256 (or --paced-levels), for each "
+        "client process count in this list (e.g. 1,2,4: load --client-processes).",
+    )
     parser.add_argument("--json", help="Also write the figures as JSON to this file.")
     args = parser.parse_args(argv)
+    if args.ttft_table:
+        return ttft_table(args)
     flood_levels = [int(x) for x in args.levels.split(",") if x]
     paced_levels = [int(x) for x in args.paced_levels.split(",") if x]
 

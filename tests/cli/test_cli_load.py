@@ -142,6 +142,9 @@ def test_option_mistakes(urls: tuple[str, str], prompts: Path, tmp_path: Path) -
     assert_usage_error(
         invoke("--endpoint", spec, "--prompts", prompts, "--chunk-counts", "chunks"), "--chunk-counts"
     )
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--client-processes", "0"), "--client-processes"
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x"}\n')
     assert_usage_error(invoke("--endpoint", spec, "--prompts", bad), "bad.jsonl:1")

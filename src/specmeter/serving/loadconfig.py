@@ -93,6 +93,7 @@ class LoadConfig:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     stall_timeout: float = 60.0
     request_timeout: float | None = None
+    client_processes: int = 1  # worker processes that read the streams (loadworkers); 1 = in-process
     blocks: int | None = None  # alternation blocks per phase; None = automatic
 
     def temperature_of(self, index: int) -> float:

@@ -29,6 +29,7 @@ from specmeter.serving.loadconfig import Endpoint, LoadConfig, Phase, Role
 from specmeter.serving.loadloop import OPEN_LOOP_SLOTS, Streams, closed_loop, open_loop
 from specmeter.serving.loadreadings import ServerReadings, read
 from specmeter.serving.loadrequests import build_request, prompt_of
+from specmeter.serving.loadworkers import WorkerStreams
 from specmeter.serving.messages_stream import MessagesStream
 from specmeter.serving.trace import trace_gaps
 
@@ -46,7 +47,7 @@ class RoleResult:
     outcomes: list[RequestOutcome] = field(default_factory=list)
     wall_s: float = 0.0
     readings: ServerReadings = field(default_factory=ServerReadings)
-    client_cpu_s: float = 0.0  # this process's CPU time during the level's blocks (load generator's cost)
+    client_cpu_s: float = 0.0  # the client's CPU time (workers included) during the level's blocks
 
     def metrics_acceptance(self, k: int | None) -> ServerAcceptance | None:
         return self.readings.acceptance(self.endpoint, k)
@@ -68,12 +69,24 @@ class LevelRunner:
     def __init__(self, config: LoadConfig, client: httpx.AsyncClient) -> None:
         self.cfg = config
         self.client = client  # scrapes; streams go through their own sharded pools
-        self.streams = Streams(
-            headers=config.headers,
-            stall_timeout=config.stall_timeout,
-            request_timeout=config.request_timeout,
-            state_type=MessagesStream if config.api == "messages" else StreamState,
+        headers, stall, total = config.headers, config.stall_timeout, config.request_timeout
+        state_type = MessagesStream if config.api == "messages" else StreamState
+        # One process reads every stream, or N worker processes stamp on their own loops (loadworkers).
+        self.streams: Streams | WorkerStreams = (
+            WorkerStreams(
+                config.client_processes,
+                headers=headers,
+                stall_timeout=stall,
+                request_timeout=total,
+                state_type=state_type,
+            )
+            if config.client_processes > 1
+            else Streams(headers=headers, stall_timeout=stall, request_timeout=total, state_type=state_type)
         )
+
+    async def start(self) -> None:
+        """Start the client's worker processes, if any, before anything is measured."""
+        await self.streams.start()
 
     async def aclose(self) -> None:
         await self.streams.aclose()
@@ -123,7 +136,7 @@ class LevelRunner:
                 answers.append(outcome.text)
 
         before = await read(self.client, ep, into.readings)
-        t0, cpu0 = perf_counter(), process_time()
+        t0, cpu0 = perf_counter(), process_time() + self.streams.cpu_seconds()
         try:
             if phase.trace and self.cfg.trace is not None:
                 indices = list(work)
@@ -137,7 +150,7 @@ class LevelRunner:
                 await closed_loop(send, work, phase.concurrency or 1, deadline, done)
         finally:
             into.wall_s += perf_counter() - t0
-            into.client_cpu_s += process_time() - cpu0
+            into.client_cpu_s += process_time() + self.streams.cpu_seconds() - cpu0
         after = await read(self.client, ep, into.readings)
         if before is not None and after is not None:
             into.readings.add(before, after)

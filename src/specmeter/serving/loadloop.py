@@ -42,9 +42,16 @@ class Streams:
         self.headers, self.stall_timeout, self.request_timeout = headers, stall_timeout, request_timeout
         self.state_type = state_type  # the stream's wire format: OpenAI's, or MessagesStream
 
+    async def start(self) -> None:
+        """Nothing to start in-process (``loadworkers.WorkerStreams`` starts its processes here)."""
+
     def prepare(self, slots: int) -> None:
         """Create the pools for ``slots`` slots now, outside any measured interval."""
         self.shards.prepare(slots)
+
+    def cpu_seconds(self) -> float:
+        """CPU used outside this process for the streams: none in-process."""
+        return 0.0
 
     async def send(
         self, request: StreamRequest, slot: int, on_cancel: OnOutcome | None = None

@@ -75,6 +75,7 @@ async def execute_load(
                     on_request(phase, role, outcome)
 
             runner = LevelRunner(cfg, http)
+            await runner.start()
             for ep in endpoints:
                 await runner.warmup(ep)
             if hygiene:
