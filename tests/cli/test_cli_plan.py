@@ -62,3 +62,35 @@ def test_plan_errors_are_one_line(tmp_path: Path) -> None:
         res = runner.invoke(app, ["plan", "--target", str(target), *args])
         assert res.exit_code == 2, (args, res.output)
         assert message in res.output and "Traceback" not in res.output
+
+
+QWEN3_30B_A3B = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+                 "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+                 "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
+                 "vocab_size": 151936, "tie_word_embeddings": False}  # fmt: skip
+QWEN3_06B = {"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+             "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+             "tie_word_embeddings": True}  # fmt: skip
+
+
+def test_plan_moe_target_prints_active_parameters_and_weight_traffic(tmp_path: Path) -> None:
+    target, draft = model(tmp_path, "qwen3-30b-a3b", QWEN3_30B_A3B), model(tmp_path, "qwen3-0.6b", QWEN3_06B)
+    out = tmp_path / "plan.json"
+    res = runner.invoke(app, ["plan", "--target", str(target), "--draft", str(draft), "--dtype", "bf16,fp8",
+                              "--k", "3", "--json", str(out)], env={"COLUMNS": "220"})  # fmt: skip
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "30.53B params, 3.04B active per token (10.0%: 8 of 128 experts on 48/48 MoE layers)" in text
+    assert "weight traffic per forward (k = 3)" in text and "verify 4 tokens" in text
+    assert "judge the draft against the active parameters" in text
+    flows = {f["weight_format"]: f for f in json.loads(out.read_text())["traffic"]}
+    assert list(flows) == ["bf16", "fp8"]
+    bf16 = flows["bf16"]
+    assert bf16["k"] == 3 and bf16["target_verify"] > bf16["target_step"] > 3 * bf16["draft_forward"]
+    assert bf16["spec_step"] == bf16["target_verify"] + 3 * bf16["draft_forward"]
+    assert bf16["break_even_tau"] == bf16["spec_step"] / bf16["target_step"]
+    dense = runner.invoke(app, ["plan", "--target", str(draft), "--json", str(tmp_path / "d.json")])
+    assert dense.exit_code == 0 and "weight traffic" not in dense.output  # dense, no draft: nothing to weigh
+    assert json.loads((tmp_path / "d.json").read_text())["traffic"] == []
+    bad = runner.invoke(app, ["plan", "--target", str(target), "--k", "0"])
+    assert bad.exit_code == 2 and "--k must be >= 1" in bad.output

@@ -3,6 +3,10 @@
 Reads only the models' config.json files (directly, without transformers: fast, nothing loaded):
 
     specmeter plan --target models/llama-70b --draft models/llama-1b --context 8192 --batch 8
+
+For a mixture-of-experts target it prints the active parameters beside the total and, with a draft (or for
+any MoE target), the weight traffic per forward: what a decode step, a verification of k + 1 tokens and a
+draft forward read, and the tokens per step above which speculation reads fewer weight bytes per token.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ def plan(
     gpus: Path | None = typer.Option(
         None, "--gpus", help="Your own GPU catalogue (JSON like assets/gpus.json)."
     ),
+    k: int = typer.Option(4, "--k", help="Draft length for the weight-traffic table."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the plan as JSON."),
 ) -> None:
     """Memory fit per weight format: weights, KV cache, the smallest GPU that holds it and the KV headroom."""
@@ -53,7 +58,14 @@ def plan(
 
     from rich.table import Table
 
-    from specmeter.economics import KV_FORMATS, WEIGHT_FORMATS, ConfigError, arch_from_config, load_catalogue
+    from specmeter.economics import (
+        KV_FORMATS,
+        WEIGHT_FORMATS,
+        ConfigError,
+        arch_from_config,
+        load_catalogue,
+        traffic,
+    )
     from specmeter.economics import plan as make_plan
     from specmeter.report.files import write_json_atomic
     from specmeter.report.fmt import fmt_bytes
@@ -71,7 +83,7 @@ def plan(
             fail(f"--dtype: {name!r} is not one of {', '.join(WEIGHT_FORMATS)}")
     if kv_dtype is not None and kv_dtype not in KV_FORMATS:
         fail(f"--kv-dtype: {kv_dtype!r} is not one of {', '.join(KV_FORMATS)}")
-    for option, value in (("--context", context), ("--batch", batch), ("--tp", tp)):
+    for option, value in (("--context", context), ("--batch", batch), ("--tp", tp), ("--k", k)):
         if value < 1:
             fail(f"{option} must be >= 1")
     if not 0 < utilization <= 1:
@@ -79,15 +91,12 @@ def plan(
     rows = make_plan(t, d, catalogue.gpus, formats=names, context=context, batch=batch, kv_format=kv_dtype,
                      utilization=utilization, count=tp)  # fmt: skip
 
-    def params(a: Any) -> str:
-        n = a.params
-        count = f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n:,}"
-        moe = f", {a.experts} experts" if a.experts > 1 else ""
-        return f"{count} params, {a.layers} layers, {a.kv_heads} KV heads × {a.head_dim}{moe}"
-
-    console.print(f"[bold]target[/] {t.name}: {params(t)}")
+    console.print(f"[bold]target[/] {t.name}: {_describe(t)}", soft_wrap=True)
     if d is not None:
-        console.print(f"[bold]draft[/]  {d.name}: {params(d)}")
+        console.print(f"[bold]draft[/]  {d.name}: {_describe(d)}", soft_wrap=True)
+    for a in (t, d) if d is not None else (t,):
+        for note in a.notes:
+            console.print(f"[dim]{a.name}: {note}[/]", soft_wrap=True)
     tokens = context * batch
     console.print(
         f"KV cache for {batch} × {context:,} tokens; {utilization:.0%} of each GPU usable", soft_wrap=True
@@ -126,6 +135,9 @@ def plan(
             "counts both models. Formats and scale overheads: docs/economics.md.",
             soft_wrap=True,
         )
+    flows = [traffic(t, d, row.footprint.weight_format, k) for row in rows] if t.is_moe or d else []
+    if flows:
+        _print_traffic(t, d, flows)
     if json_out is not None:
         data = {
             "target": dataclasses.asdict(t),
@@ -140,6 +152,8 @@ def plan(
                 }
                 for r in rows
             ],
+            "traffic": [{**dataclasses.asdict(f), "spec_step": f.spec_step,
+                         "break_even_tau": f.break_even_tau} for f in flows],
         }  # fmt: skip
         write_json_atomic(json_out, data)
 
@@ -155,3 +169,68 @@ def _fit_dict(fit: Any) -> dict[str, Any] | None:
         "kv_headroom_bytes": fit.kv_headroom_bytes,
         "kv_headroom_tokens": fit.kv_headroom_tokens,
     }
+
+
+def _count(n: float) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n:,.0f}"
+
+
+def _describe(a: Any) -> str:
+    """One line of model facts; a MoE model's active parameters beside its total."""
+    text = f"{_count(a.params)} params"
+    if a.is_moe:
+        shared = " + shared" if a.shared_expert_params else ""
+        text += (
+            f", {_count(a.active_params)} active per token ({a.active_params / a.params:.1%}: "
+            f"{a.experts_per_token} of {a.experts} experts{shared} on {a.moe_layers}/{a.layers} MoE layers)"
+        )
+    if a.vision_params:
+        text += f" (vision tower {_count(a.vision_params)})"
+    return text + f", {a.layers} layers, {a.attention}"
+
+
+def _print_traffic(t: Any, d: Any, flows: list[Any]) -> None:
+    """Weight bytes per forward per format, and what they mean for a draft (docs/economics.md)."""
+    from rich.table import Table
+
+    from specmeter.report.fmt import fmt_bytes
+
+    k = flows[0].k
+    table = Table(title=f"weight traffic per forward (k = {k})", title_justify="left")
+    for column in ("weights", "target decode step", f"verify {k + 1} tokens", "draft forward",
+                   f"spec step (verify + {k} drafts)", "break-even τ"):  # fmt: skip
+        table.add_column(column)
+    for f in flows:
+        table.add_row(
+            f.weight_format,
+            fmt_bytes(f.target_step),
+            fmt_bytes(f.target_verify),
+            fmt_bytes(f.draft_forward) if d is not None else "—",
+            fmt_bytes(f.spec_step),
+            f"{f.break_even_tau:.2f}",
+        )
+    console.print(table)
+    first = next((f for f in flows if f.weight_format == "bf16"), flows[0])
+    if t.is_moe:
+        from specmeter.economics.families import expected_distinct_experts
+
+        union = expected_distinct_experts(t.experts, t.experts_per_token, k + 1)
+        console.print(
+            f"MoE target: a decoded token reads the {_count(t.active_params)} active parameters, not all "
+            f"{_count(t.params)}; verifying {k + 1} tokens reads the experts all of them picked "
+            f"(≈ {union:.1f} of {t.experts} per MoE layer under uniform routing, vs {t.experts_per_token} "
+            f"for one token), {first.target_verify / first.target_step:.2f}× a decode step.",
+            soft_wrap=True,
+        )
+        if d is not None:
+            console.print(
+                f"The draft's forward costs {first.draft_forward / first.target_step:.1%} of a target "
+                f"decode step ({first.weight_format}), not the {d.active_params / t.params:.2%} its size "
+                "next to the total suggests: judge the draft against the active parameters.",
+                soft_wrap=True,
+            )
+    console.print(
+        "Speculation reads fewer weight bytes per emitted token than plain decoding only when the tokens per "
+        "step τ (docs/metrics.md) exceed the break-even: (verify + k · draft forward) / decode step.",
+        soft_wrap=True,
+    )

@@ -13,8 +13,10 @@ from specmeter.economics.plan import (
     Fit,
     Footprint,
     PlanRow,
+    Traffic,
     footprint,
     plan,
+    traffic,
     weight_bytes,
 )
 from specmeter.economics.roi import HOURS_PER_MONTH, RoiInputs, RoiResult, compute_roi, price_ratio_for_saving
@@ -33,6 +35,7 @@ __all__ = [
     "PlanRow",
     "RoiInputs",
     "RoiResult",
+    "Traffic",
     "arch_from_config",
     "arch_from_dict",
     "compute_roi",
@@ -40,5 +43,6 @@ __all__ = [
     "load_catalogue",
     "plan",
     "price_ratio_for_saving",
+    "traffic",
     "weight_bytes",
 ]

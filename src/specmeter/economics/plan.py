@@ -17,7 +17,15 @@ embeddings, LM head and norms stay bf16 in the quantized formats, as quantized c
   AWQ / GPTQ with group size 128.
 
 The KV cache format follows the weights unless given: fp32 → fp32, bf16 → bf16, fp8 → fp8,
-nvfp4 → fp8, int4 → bf16 (what serving stacks usually pair them with).
+nvfp4 → fp8, int4 → bf16 (what serving stacks usually pair them with). KV bytes per token are averaged over
+a sequence of ``context`` tokens: sliding-window and chunked layers keep at most their window.
+
+Weight traffic (:func:`traffic`) is what the field report's metric 3 weighs before anything is measured:
+bytes of weights one forward reads. A decode step of the target reads its *active* weights (a MoE model:
+only the experts the token uses); a verification of k drafted tokens reads k + 1 positions at once, which
+for a dense model is the same bytes and for a MoE model the union of the experts the positions picked;
+the draft reads its own active weights per drafted token. Speculation reads fewer weight bytes per emitted
+token than plain decoding only when the tokens per step τ exceed (verify + k · draft) / decode step.
 """
 
 from __future__ import annotations
@@ -36,11 +44,13 @@ __all__ = [
     "Fit",
     "Footprint",
     "PlanRow",
+    "Traffic",
     "WeightFormat",
     "fit_on",
     "footprint",
     "plan",
     "smallest_fit",
+    "traffic",
     "weight_bytes",
 ]
 
@@ -117,6 +127,45 @@ def weight_bytes(model: ArchFacts, fmt: WeightFormat) -> int:
     return math.ceil(model.linear_params * fmt.linear_bits / 8) + model.other_params * fmt.other_bytes
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """Weight bytes one forward reads, in one format, for draft length k."""
+
+    weight_format: str
+    k: int
+    target_step: int  # one target decode step: its active weights
+    target_verify: int  # one verification of k + 1 positions (MoE: the union of their experts)
+    draft_forward: int  # one draft forward: the draft's active weights (0 without a draft)
+
+    @property
+    def spec_step(self) -> int:
+        """A speculative step: the verification plus k draft forwards."""
+        return self.target_verify + self.k * self.draft_forward
+
+    @property
+    def break_even_tau(self) -> float:
+        """Tokens per step above which speculation reads fewer weight bytes per token than decoding."""
+        return self.spec_step / self.target_step
+
+
+def traffic(target: ArchFacts, draft: ArchFacts | None, weight_format: str, k: int) -> Traffic:
+    """Weight traffic per forward of ``target`` (and ``draft``) in one format; see the module docstring."""
+    if k < 1:
+        raise ValueError("draft length k must be >= 1")
+    fmt = WEIGHT_FORMATS[weight_format]
+
+    def read(model: ArchFacts, linear: float) -> int:
+        return math.ceil(linear * fmt.linear_bits / 8) + model.active_other_params * fmt.other_bytes
+
+    return Traffic(
+        weight_format=weight_format,
+        k=k,
+        target_step=read(target, target.active_linear_params),
+        target_verify=read(target, target.verify_linear_params(k + 1)),
+        draft_forward=read(draft, draft.active_linear_params) if draft is not None else 0,
+    )
+
+
 def footprint(
     target: ArchFacts,
     draft: ArchFacts | None,
@@ -136,8 +185,8 @@ def footprint(
         batch=batch,
         target_weights=weight_bytes(target, fmt),
         draft_weights=weight_bytes(draft, fmt) if draft is not None else 0,
-        target_kv_per_token=int(target.kv_bytes_per_token(kv_bytes)),
-        draft_kv_per_token=int(draft.kv_bytes_per_token(kv_bytes)) if draft is not None else 0,
+        target_kv_per_token=math.ceil(target.kv_bytes_per_token(kv_bytes, context)),
+        draft_kv_per_token=math.ceil(draft.kv_bytes_per_token(kv_bytes, context)) if draft is not None else 0,
     )
 
 

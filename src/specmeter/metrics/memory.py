@@ -8,6 +8,8 @@ traffic per emitted token, extra bytes held, and traffic saved per extra GiB.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "GIB",
     "achieved_bytes_per_s",
@@ -15,7 +17,10 @@ __all__ = [
     "bandwidth_fraction",
     "bytes_per_element",
     "extra_memory_bytes",
+    "kv_bytes_for_context",
     "kv_bytes_per_token",
+    "kv_elements_per_token",
+    "mla_kv_elements_per_token",
     "weight_traffic_per_token",
 ]
 
@@ -49,6 +54,32 @@ def bytes_per_element(dtype: str) -> int:
 def kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, bytes_per_elem: int) -> int:
     """2 · layers · kv_heads · head_dim · bytes: one key and one value vector per layer per token."""
     return 2 * num_layers * num_kv_heads * head_dim * bytes_per_elem
+
+
+def kv_elements_per_token(num_kv_heads: int, head_dim: int) -> int:
+    """2 · kv_heads · head_dim: the elements one attention layer caches per token (a key and a value)."""
+    return 2 * num_kv_heads * head_dim
+
+
+def mla_kv_elements_per_token(kv_lora_rank: int, rope_head_dim: int) -> int:
+    """kv_lora_rank + rope_head_dim: what one multi-head latent attention layer caches per token.
+
+    MLA (DeepSeek V2/V3) keeps the compressed KV latent and the one rope key all heads share, and rebuilds
+    per-head keys and values from the latent, so nothing scales with the number of heads.
+    """
+    return kv_lora_rank + rope_head_dim
+
+
+def kv_bytes_for_context(
+    layers: Iterable[tuple[int, int | None]], context_tokens: int, bytes_per_elem: float
+) -> float:
+    """KV bytes of one sequence of ``context_tokens`` over layers given as (elements per token, window).
+
+    A layer with a window (sliding-window or chunked attention) keeps at most ``window`` tokens; one
+    without keeps them all. Σ elements · min(context, window) · bytes.
+    """
+    tokens = max(context_tokens, 0)
+    return sum(e * (tokens if w is None else min(tokens, w)) for e, w in layers) * bytes_per_elem
 
 
 def extra_memory_bytes(draft_weight_bytes: int, draft_kv_bytes_per_token: int, context_tokens: int) -> int:
