@@ -28,10 +28,18 @@ longer gap in the other rows' emissions, as in an engine without chunked prefill
 
 With B = 1 and a constant k this is the single-stream loop of ``engine.speculative`` (tested token for
 token); that module stays the batch-1 engine of ``bench``/``tune`` because it skips the row bookkeeping.
+
+**Synthetic acceptance** (``synthetic=[r_1, …, r_K]``): every forward runs as usual, but the verifier accepts
+draft position i with vLLM's ``rejection_sample_method: "synthetic"`` semantics — r_i is the unconditional
+probability that the first i drafts are all accepted (non-increasing), so position i is accepted with the
+conditional rate r_i / r_{i-1} given the ones before it; the token after the last accepted draft is the
+target's own (argmax, or a draw from p). Outputs are not meaningful text; the step costs are real. The cost
+surface (``engine.surface``) times steps this way, at the acceptance the workload showed.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +54,7 @@ from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import Generation
 from specmeter.metrics.records import Emission, FinishReason, StepRecord
 
-__all__ = ["BatchedDecoder", "SequenceRequest", "decode_batch"]
+__all__ = ["BatchedDecoder", "SequenceRequest", "StepTiming", "conditional_rates", "decode_batch"]
 
 GREEDY = SamplingParams()
 
@@ -61,6 +69,32 @@ class SequenceRequest:
     generator: torch.Generator | None = None
     on_emit: Callable[[list[int]], bool | None] | None = None
     tag: Any = None
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """One decode step of the whole batch: its size, k, and where its wall time went (seconds).
+
+    ``step_s`` runs from the step's start to the end of committing every row (emissions, ``on_emit``):
+    ``draft_s`` + ``verify_s`` + the loop's own bookkeeping. Prefill of joining rows is not in it.
+    """
+
+    batch: int
+    k: int
+    depth: int  # draft forwards run (the longest d_r)
+    draft_s: float
+    verify_s: float
+    step_s: float
+
+
+def conditional_rates(unconditional: Sequence[float]) -> list[float]:
+    """vLLM's ``unconditional_to_conditional_rates``: c_i = r_i / r_{i-1} (r_0 = 1), 0 after a zero."""
+    rates = list(unconditional)
+    if any(not 0.0 <= r <= 1.0 for r in rates):
+        raise ValueError(f"synthetic acceptance rates must be in [0, 1], got {rates}")
+    if any(b > a for a, b in itertools.pairwise(rates)):
+        raise ValueError(f"synthetic acceptance rates must be non-increasing, got {rates}")
+    return [r / q if q > 0 else 0.0 for r, q in zip(rates, [1.0, *rates[:-1]], strict=True)]
 
 
 @dataclass
@@ -104,6 +138,9 @@ class BatchedDecoder:
         schedule: KSchedule | int,
         max_batch: int,
         eos_ids: Collection[int],
+        synthetic: Sequence[float] | None = None,
+        on_step: Callable[[StepTiming], None] | None = None,
+        seed: int = 0,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
@@ -117,6 +154,13 @@ class BatchedDecoder:
         self.vocab = min(target.vocab_size, (self.draft or target).vocab_size)
         self._live: list[_Row] = []
         self._waiting: deque[_Row] = deque()
+        self.on_step = on_step
+        self._synthetic: list[float] | None = None
+        if synthetic is not None:
+            if len(synthetic) < self.k_max:
+                raise ValueError(f"synthetic acceptance needs a rate for each of {self.k_max} positions")
+            self._synthetic = conditional_rates(synthetic)
+        self._uniform = torch.Generator().manual_seed(seed)  # synthetic draws of rows without a generator
         for m in self._models():
             m.batch_reset(max_batch, 256)
 
@@ -278,7 +322,10 @@ class BatchedDecoder:
                 feeds.append(catch_up + ys[r][: ds[r]])
             self._reserve(self.target, 0, feeds)
             p_logits = self.target.forward_rows(0, feeds)[..., : self.vocab]  # [B, n, V]
-            verdicts = self._verify(p_logits, rows, ys, qs, ds, offsets)
+            if self._synthetic is None:
+                verdicts = self._verify(p_logits, rows, ys, qs, ds, offsets)
+            else:
+                verdicts = self._verify_synthetic(p_logits, rows, ys, ds, offsets, self._synthetic)
             synchronize(self.target.device)
             t_done = perf_counter()
 
@@ -296,6 +343,9 @@ class BatchedDecoder:
             )  # fmt: skip
             row.steps.append(step)
             self._commit(row, new)
+        if self.on_step is not None:
+            timing = StepTiming(b, k, depth, t_verify - t_step, t_done - t_verify, perf_counter() - t_step)
+            self.on_step(timing)
         return self._retire()
 
     def _verify(
@@ -327,6 +377,31 @@ class BatchedDecoder:
                 out.append((v.accepted, v.token))
         return out
 
+    def _verify_synthetic(
+        self,
+        p_logits: torch.Tensor,
+        rows: Sequence[_Row],
+        ys: Sequence[list[int]],
+        ds: Sequence[int],
+        offsets: Sequence[int],
+        conditional: Sequence[float],
+    ) -> list[tuple[int, int]]:
+        """Accept position i with its conditional rate (vLLM's synthetic mode); then the target's token."""
+        choice: list[list[int]] = p_logits.argmax(-1).tolist()
+        out = []
+        for r, row in enumerate(rows):
+            d, o = ds[r], offsets[r]
+            draws = torch.rand(d, generator=row.req.generator or self._uniform).tolist() if d else []
+            a = 0
+            while a < d and draws[a] < conditional[a]:
+                a += 1
+            if row.req.params.greedy:
+                token = choice[r][o + a]
+            else:
+                token = sample(probs(p_logits[r, o + a], row.req.params), row.req.generator)
+            out.append((a, token))
+        return out
+
 
 def decode_batch(
     target: BatchedCausalLM,
@@ -336,12 +411,17 @@ def decode_batch(
     schedule: KSchedule | int,
     max_batch: int,
     eos_ids: Collection[int],
+    synthetic: Sequence[float] | None = None,
+    on_step: Callable[[StepTiming], None] | None = None,
 ) -> list[Generation]:
     """Decode ``requests`` with at most ``max_batch`` live at once (the rest join as rows free up).
 
     Generations come back in the order of ``requests``.
     """
-    decoder = BatchedDecoder(target, draft, schedule=schedule, max_batch=max_batch, eos_ids=eos_ids)
+    decoder = BatchedDecoder(
+        target, draft, schedule=schedule, max_batch=max_batch, eos_ids=eos_ids, synthetic=synthetic,
+        on_step=on_step,
+    )  # fmt: skip
     tagged = [SequenceRequest(r.prompt_ids, r.max_tokens, r.params, r.generator, r.on_emit, i)
               for i, r in enumerate(requests)]  # fmt: skip
     for r in tagged:

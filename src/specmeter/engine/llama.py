@@ -316,15 +316,22 @@ class NativeLlama:
             raise ValueError(f"{self.info.name}: batched KV cache holds {held} tokens per row")
         dev = self.device
         ids = torch.tensor([t + [t[-1]] * (n - len(t)) for t in tokens], dtype=torch.long, device=dev)
-        lens_t = torch.tensor(lens, dtype=torch.long, device=dev)
-        pos = lens_t[:, None] + torch.arange(n, device=dev)[None, :]  # [R, n]
-        cos, sin = self._cos[pos].unsqueeze(1), self._sin[pos].unsqueeze(1)  # [R, 1, n, d]
         # Key j is visible to token i of row r when j <= len_r + i: its own row's past and causal present.
         key_end = max(n0 + c for n0, c in zip(lens, counts, strict=True))
-        mask = None
-        if n > 1 or min(lens) != max(lens) or key_end != end:
+        uniform = min(lens) == max(lens)  # B = 1, or rows in step: slices instead of gathers and scatters
+        pos = row_idx = None
+        if uniform:
+            l0 = lens[0]
+            cos, sin = self._cos[l0 : l0 + n], self._sin[l0 : l0 + n]  # [n, d], the same for every row
+            mask = None
+            if n > 1:
+                mask = torch.ones(n, key_end, dtype=torch.bool, device=dev).tril(l0)
+        else:
+            lens_t = torch.tensor(lens, dtype=torch.long, device=dev)
+            pos = lens_t[:, None] + torch.arange(n, device=dev)[None, :]  # [R, n]
+            cos, sin = self._cos[pos].unsqueeze(1), self._sin[pos].unsqueeze(1)  # [R, 1, n, d]
             mask = (torch.arange(key_end, device=dev)[None, None, :] <= pos[:, :, None]).unsqueeze(1)
-        row_idx = torch.arange(start, start + rows, device=dev)[:, None]  # [R, 1]
+            row_idx = torch.arange(start, start + rows, device=dev)[:, None]  # [R, 1]
         q_size, kv_size = self.n_heads * self.head_dim, self.n_kv * self.head_dim
         x = F.embedding(ids, self.embed)  # [R, n, hidden]
         for layer, k_cache, v_cache in zip(self.layers, self._bk, self._bv, strict=True):
@@ -337,9 +344,14 @@ class NativeLlama:
                 q, k = _rms_norm(q, layer.q_norm, layer.eps), _rms_norm(k, layer.k_norm, layer.eps)
             q = _rotate(q.transpose(1, 2), cos, sin)  # [R, H, n, d]
             k = _rotate(k.transpose(1, 2), cos, sin)  # [R, KV, n, d]
-            # Scatter each row's new keys/values at its own positions: index [R, 1] x [R, n] -> [R, n, KV, d].
-            k_cache[row_idx, :, pos] = k.transpose(1, 2)
-            v_cache[row_idx, :, pos] = v.view(rows, n, self.n_kv, self.head_dim)
+            v = v.view(rows, n, self.n_kv, self.head_dim)
+            if pos is None:
+                k_cache[start : start + rows, :, l0 : l0 + n] = k
+                v_cache[start : start + rows, :, l0 : l0 + n] = v.transpose(1, 2)
+            else:
+                # Each row's keys/values at its own positions: index [R, 1] x [R, n] -> [R, n, KV, d].
+                k_cache[row_idx, :, pos] = k.transpose(1, 2)
+                v_cache[row_idx, :, pos] = v
             attn = F.scaled_dot_product_attention(
                 q,
                 k_cache[start : start + rows, :, :key_end],
