@@ -27,17 +27,33 @@ def bench(
     k: Annotated[str, typer.Option("--k", help="Draft length, or a list such as 1,2,4,8.")] = ",".join(
         map(str, BENCH_K)
     ),
+    batch: Annotated[
+        int | None,
+        typer.Option(
+            "--batch",
+            help="Run the golden set as waves of B concurrent sequences (batched decoding) and put E_meas "
+            "at B beside what the cost surface predicts.",
+        ),
+    ] = None,
     *,
     options: dict[str, Any],
 ) -> None:
     """Measure candidates on a golden set: α, β, τ, per-position rates, four speedups, latency, memory."""
-    cfg = opt.measure_config(options, drafts=list(draft or []), k=parse_int_list(k, "--k"))
+    cfg = opt.measure_config(
+        options, drafts=list(draft or []), k=parse_int_list(k, "--k"), batch=() if batch is None else (batch,)
+    )
     from specmeter.measuring.bench import run_bench
     from specmeter.report.console import render_result
 
+    def render(out: dict[str, Any]) -> None:
+        render_result(out, console)
+        section = (out.get("bench") or {}).get("batch")
+        if section:
+            from specmeter.selection.console_batch import render_batch_bench
+
+            render_batch_bench(section, console)
+
     quiet = options["quiet"]
     with measure_errors():
-        outcome = run_bench(
-            cfg, RichReporter(quiet=quiet), render=None if quiet else lambda out: render_result(out, console)
-        )
+        outcome = run_bench(cfg, RichReporter(quiet=quiet), render=None if quiet else render)
     end(outcome.exit_code)

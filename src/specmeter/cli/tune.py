@@ -34,6 +34,14 @@ def tune(
             "--holdout", help="k run but kept out of every fit, to test predictions (default: auto; 0: none)."
         ),
     ] = None,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch",
+            help="Batch sizes to predict at, e.g. 1,2,4,8,16: the cost surface, E(B, k), the best k per B "
+            "and the schedule (vLLM num_speculative_tokens_per_batch_size, serve --k-schedule).",
+        ),
+    ] = None,
     *,
     options: dict[str, Any],
 ) -> None:
@@ -45,14 +53,25 @@ def tune(
     cfg = opt.measure_config(
         options, drafts=[] if draft is None else [draft], k=ks, kind="tune",
         extra={"k_max": k_max, "holdout": held},
+        batch=() if batch is None else tuple(parse_int_list(batch, "--batch")),
     )  # fmt: skip
     from specmeter.measuring.tune import run_tune
-    from specmeter.selection.console_tune import render_tune
 
     quiet = options["quiet"]
     with measure_errors():
         outcome = run_tune(
             cfg, RichReporter(quiet=quiet), k_max=k_max, holdout=held,
-            render=None if quiet else lambda out: render_tune(out, console),
+            render=None if quiet else lambda out: _render(out),
         )  # fmt: skip
     end(outcome.exit_code)
+
+
+def _render(out: dict[str, Any]) -> None:
+    from specmeter.selection.console_tune import render_tune
+
+    render_tune(out, console)
+    section = (out.get("tune") or {}).get("batch")
+    if section:
+        from specmeter.selection.console_batch import render_batch_tune
+
+        render_batch_tune(section, console)

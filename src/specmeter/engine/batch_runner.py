@@ -51,9 +51,9 @@ def run_batched_interleaved(
     target = state.target
     slots: list[int | None] = [None, *range(len(state.candidates))]
 
-    def run(slot: int | None, group: Sequence[PreparedPrompt], first: int, limit: int | None = None) -> list[
-        Generation
-    ]:
+    def run(
+        slot: int | None, group: Sequence[PreparedPrompt], first: int, limit: int | None = None
+    ) -> list[Generation]:
         draft = None if slot is None else _batched(state.candidates[slot].draft)
         k = 0 if slot is None else state.candidates[slot].k
         device = target.model.device

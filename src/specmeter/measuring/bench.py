@@ -17,5 +17,12 @@ __all__ = ["run_bench"]
 def run_bench(
     cfg: MeasureConfig, reporter: Reporter, *, render: Callable[[dict[str, Any]], None] | None = None
 ) -> Outcome:
-    """Measure and close; the result is also in ``cfg.json_out`` and the run store when set."""
+    """Measure and close; the result is also in ``cfg.json_out`` and the run store when set.
+
+    With ``cfg.batch`` (one batch size B) the golden set runs in waves of B concurrent sequences
+    (``measuring.batching``)."""
+    if cfg.batch:
+        from specmeter.measuring.batching import run_bench_batched
+
+        return run_bench_batched(cfg, reporter, render=render)
     return close(run_candidates(cfg, reporter), render=render)

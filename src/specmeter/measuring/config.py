@@ -46,6 +46,7 @@ SEED_MAX = 2**62  # a seed plus a request's index stays a 64-bit integer (torch'
 BENCH_K = (4,)
 SELECT_K = (1, 2, 4)
 TUNE_K_MAX = 8
+BATCH_MAX = 256  # --batch: rows of one batched KV cache
 
 
 def _one_of(option: str, value: str, choices: Sequence[str]) -> None:
@@ -110,6 +111,7 @@ class MeasureConfig:
     extra: Mapping[str, Any] = field(default_factory=dict)  # more run.config keys (tune's k_max, ...)
     strict: bool = False  # a busy or unusable machine during the run ends the command with exit code 4
     hygiene: bool = True  # sample the machine during the run (specmeter.hygiene); off only for library use
+    batch: Sequence[int] = ()  # batch sizes: bench runs at one (waves of B), tune predicts at each
 
     def __post_init__(self) -> None:
         # Normalise containers so a frozen config cannot change under the run.
@@ -124,6 +126,15 @@ class MeasureConfig:
             if isinstance(k, bool) or not isinstance(k, int) or k < 1:
                 raise MeasureError(f"--k: {k!r} is not a positive integer")
         object.__setattr__(self, "k", tuple(sorted(set(ks))))
+        batches = tuple(self.batch)
+        for b in batches:
+            if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= BATCH_MAX:
+                raise MeasureError(f"--batch: {b!r} is not a batch size from 1 to {BATCH_MAX}")
+        object.__setattr__(self, "batch", tuple(sorted(set(batches))))
+        if batches and self.backend != "native":
+            raise MeasureError(
+                "--batch: batched runs use the native engine (vLLM batches on its own: `load`)"
+            )
         _at_least("--max-tokens", self.max_tokens, 1)
         _at_least("--limit", self.limit, 1)
         _at_least("--cost-repeats", self.cost_repeats, 1)
@@ -200,6 +211,7 @@ class MeasureConfig:
             "implementation": self.implementation,
             "threads": self.threads,
             "backend": self.backend,
+            **({"batch": list(self.batch)} if self.batch else {}),
             **({"vllm": vllm} if self.backend == "vllm" else {}),
             **self.extra,
         }

@@ -43,6 +43,17 @@ if TYPE_CHECKING:
 __all__ = ["Measurement", "Outcome", "close", "run_candidates"]
 
 Measure = Callable[["RunState[Any]", Sequence[int]], None]
+# A native runner other than prompt-by-prompt interleaving (bench --batch: waves of B): it gets the state,
+# the prompts, the per-record callback and a progress callback counting prompts done.
+Runner = Callable[
+    [
+        "RunState[Any]",
+        "Sequence[PreparedPrompt]",
+        Callable[[int | None, RequestRecord], None],
+        Callable[[int], None],
+    ],
+    None,
+]
 
 
 @dataclass
@@ -116,6 +127,7 @@ def run_candidates(
     measure: Measure | None = None,
     on_costs: Callable[[Measurement], None] | None = None,
     after_runs: Callable[[Measurement], None] | None = None,
+    runner: Runner | None = None,
 ) -> Measurement:
     """Every (draft, k) of ``cfg`` plus the baseline over the prompts; summaries in the result file.
 
@@ -167,7 +179,7 @@ def run_candidates(
     m = Measurement(cfg, target, drafts, prompts, state, result, recorder, reporter)
     watch = start_watch(cfg)
     try:
-        _measure(m, watch, measure, on_costs)
+        _measure(m, watch, measure, on_costs, runner)
     except KeyboardInterrupt:  # during the cost curve: no request was measured, so there is no run
         recorder.discard()
         raise MeasureInterrupted(
@@ -209,6 +221,7 @@ def _measure(
     watch: MachineWatch,
     measure: Measure | None,
     on_costs: Callable[[Measurement], None] | None,
+    runner: Runner | None = None,
 ) -> None:
     from specmeter.engine.runner import run_interleaved
     from specmeter.report.files import RequestSink
@@ -245,6 +258,8 @@ def _measure(
                     from specmeter.measuring.vllm import run_vllm
 
                     run_vllm(cfg, state, prompts, result, on_record, task)
+                elif runner is not None:
+                    runner(state, prompts, on_record, task.advance)
                 else:
                     run_interleaved(
                         state, prompts, seed=cfg.seed, on_record=on_record,

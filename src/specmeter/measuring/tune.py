@@ -96,4 +96,11 @@ def run_tune(
     section = analyse_tune(m.state.baseline_run(), runs, draft_curve(m), k_max=k_max, holdout=holdout)
     if cfg.backend == "vllm":
         section["cost_curve"]["source"] = "effective: fitted to vLLM step times (t_T(n) flat, t_D(1) = slope)"
+    if cfg.batch and section.get("source_k") is not None:
+        from specmeter.measuring.batching import tune_batch_section
+
+        source = next(r for r in runs if r.k == section["source_k"])
+        batched = tune_batch_section(m, source, k_max=k_max, reporter=reporter)
+        if batched is not None:
+            section["batch"] = batched
     return close(m, section, render=render)

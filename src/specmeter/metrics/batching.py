@@ -24,7 +24,19 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["NOISY_SPREAD", "CostSurface", "SurfacePoint", "predict_speedup_batched", "spread"]
+from specmeter.metrics.records import CostCurve
+
+__all__ = [
+    "NOISY_SPREAD",
+    "CostSurface",
+    "SurfacePoint",
+    "curve_at",
+    "predict_speedup_batched",
+    "predict_speedup_waves",
+    "spread",
+    "step_time",
+    "tau_by_k",
+]
 
 # A point whose interquartile range exceeds this share of its median is flagged noisy.
 NOISY_SPREAD = 0.25
@@ -101,9 +113,7 @@ class CostSurface:
         return None if p is None else p.draft_s / p.k
 
 
-def predict_speedup_batched(
-    surface: CostSurface, batch: int, k: int, tau: float | None
-) -> float | None:
+def predict_speedup_batched(surface: CostSurface, batch: int, k: int, tau: float | None) -> float | None:
     """E(B, k) = τ(k) · t_step(B, 0) / t_step(B, k); 1 at k = 0; None without the points or τ."""
     if k == 0:
         return 1.0
@@ -203,3 +213,22 @@ def predict_speedup_waves(
         base_total += b
         spec_total += sp
     return base_total / spec_total if spec_total > 0 else None
+
+
+def curve_at(surface: CostSurface, batch: int, n_max: int) -> CostCurve | None:
+    """The batch-1 cost-curve shape at batch B, from the surface: t_T(B, n) for n = 1 … n_max (linear between
+    the measured n) and t_D(B, 1), so every formula written for the cost curve (E_cal, the four speedups)
+    reads the batched costs. None when the batch has no plain-decoding point."""
+    measured = sorted((p.k + 1, p.verify_s) for p in surface.points if p.batch == batch)
+    if not measured or measured[0][0] != 1:
+        return None
+    target = []
+    for n in range(1, n_max + 1):
+        below = [m for m in measured if m[0] <= n][-1]
+        above = next((m for m in measured if m[0] >= n), None)
+        if above is None or above[0] == below[0]:
+            target.append(below[1] if above is None else above[1])
+        else:
+            target.append(below[1] + (above[1] - below[1]) * (n - below[0]) / (above[0] - below[0]))
+    draft = surface.t_draft(batch) or 0.0
+    return CostCurve(target_s=tuple(target), draft_s=draft, repeats=surface.repeats)

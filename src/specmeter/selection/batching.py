@@ -1,0 +1,166 @@
+"""Speculation under load: the cost surface, E(B, k), the best k per batch size and the schedule that follows.
+
+Two sections of the result JSON (docs/results.md, docs/metrics.md "speedup at batch size B"):
+
+* ``tune --batch``: the surface t_step(B, k) measured in the loop's rhythm, the E(B, k) table predicted from
+  the per-position acceptance of the tune sweep's source run, the best k per batch size (0 when nothing
+  pays), the *crossover* (the smallest batch size from which speculation no longer pays) and the schedule,
+  as vLLM's ``num_speculative_tokens_per_batch_size`` and as ``serve --k-schedule``.
+* ``bench --batch B``: E_meas at batch B (the golden set in waves of B concurrent sequences) next to what the
+  surface predicts for those very waves and for the steady state, with the relative error.
+
+Plain JSON values only; no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from specmeter.engine.schedule import KSchedule
+from specmeter.metrics.acceptance import acceptance_counts, acceptance_length, per_position_acceptance
+from specmeter.metrics.batching import (
+    CostSurface,
+    predict_speedup_batched,
+    predict_speedup_waves,
+    tau_by_k,
+)
+from specmeter.metrics.records import RequestRecord, RunRecord
+from specmeter.metrics.speedup import pair_latencies, speedup_measured
+from specmeter.metrics.stats import paired_speedup_ci
+
+__all__ = ["ASSUMES", "analyse_batch_bench", "analyse_batch_tune", "surface_section"]
+
+MS = 1000.0
+ASSUMES = (
+    "E(B, k) = τ(k) · t_step(B, 0) / t_step(B, k): a sequence's acceptance does not depend on the batch it "
+    "decodes in (each row is verified against its own target distribution), and the batch stays at B"
+)
+
+
+def surface_section(surface: CostSurface) -> dict[str, Any]:
+    """Every measured point in milliseconds, with t_T(B, n), t_D(B, 1) and the noisy flag."""
+    points = [
+        {
+            "batch": p.batch,
+            "k": p.k,
+            "step_ms": p.step_s * MS,
+            "draft_ms": p.draft_s * MS,
+            "verify_ms": p.verify_s * MS,
+            "loop_ms": p.loop_s * MS,
+            "step_spread_ms": p.step_spread * MS,
+            "steps": p.steps,
+            "noisy": p.noisy,
+        }
+        for p in surface.points
+    ]
+    per_batch = []
+    for b in surface.batches:
+        t_t = {str(k + 1): surface.t_target(b, k + 1) for k in surface.ks}
+        t_d = surface.t_draft(b)
+        per_batch.append(
+            {
+                "batch": b,
+                "target_ms": {n: None if t is None else t * MS for n, t in t_t.items()},
+                "draft_ms": None if t_d is None else t_d * MS,
+            }
+        )
+    return {
+        "points": points,
+        "by_batch": per_batch,
+        "rates": list(surface.rates),
+        "repeats": surface.repeats,
+        "noisy": [[p.batch, p.k] for p in surface.points if p.noisy],
+        "timed": "in the loop's rhythm: real batched steps on the workload's prompts, acceptance fixed "
+        "at the measured per-position rates (synthetic verification)",
+    }
+
+
+def _cumulative(run: RunRecord, k: int) -> list[float | None]:
+    return [p.cumulative for p in per_position_acceptance(run.requests, positions=k)]
+
+
+def analyse_batch_tune(
+    source: RunRecord,
+    surface: CostSurface,
+    *,
+    k_max: int,
+    draft_path: str | None = None,
+) -> dict[str, Any]:
+    """The ``batch`` part of ``tune --batch``: E(B, k) for every measured B and k = 0 … k_max, the best k per
+    B (0 = plain decoding, whenever no k reaches 1.0), the crossover and the schedule."""
+    cumulative = _cumulative(source, source.k)
+    taus = tau_by_k(cumulative, k_max)
+    table = []
+    best: dict[int, int] = {}
+    for b in surface.batches:
+        row: list[dict[str, Any]] = []
+        for k in range(k_max + 1):
+            e = predict_speedup_batched(surface, b, k, taus.get(k))
+            row.append({"k": k, "acceptance_length": taus.get(k), "speedup_predicted": e})
+        scored: list[tuple[float, int]] = [
+            (float(r["speedup_predicted"]), -int(r["k"])) for r in row if r["speedup_predicted"] is not None
+        ]
+        value, neg_k = max(scored) if scored else (1.0, 0)  # ties go to the smaller k
+        best[b] = -neg_k
+        table.append({"batch": b, "by_k": row, "best_k": -neg_k, "best_speedup": value})
+    schedule = KSchedule.from_best(best)
+    crossover = next((b for b in sorted(best) if best[b] == 0), None)
+    config = schedule.vllm_config(model=draft_path)
+    return {
+        "batches": surface.batches,
+        "source_k": source.k,
+        "surface": surface_section(surface),
+        "table": table,
+        "best_k": {str(b): k for b, k in best.items()},
+        "crossover_batch": crossover,
+        "num_speculative_tokens_per_batch_size": schedule.to_json(),
+        "speculative_config": config,
+        "serve_k_schedule": json.dumps(schedule.to_json(), separators=(",", ":")),
+        "schedule_description": schedule.describe(),
+        "assumes": ASSUMES,
+    }
+
+
+def _waves(records: Sequence[RequestRecord], batch: int) -> list[list[list[int]]]:
+    """Per wave of ``batch`` consecutive requests, each request's drafted tokens per step."""
+    return [
+        [[s.drafted for s in r.steps] for r in records[i : i + batch]] for i in range(0, len(records), batch)
+    ]
+
+
+def analyse_batch_bench(
+    batch: int, baseline: RunRecord, candidates: Sequence[RunRecord], surface: CostSurface
+) -> dict[str, Any]:
+    """The ``batch`` section of ``bench --batch B``: measured against predicted, per candidate."""
+    rows = []
+    for run in candidates:
+        if not run.requests:
+            continue
+        base, spec = pair_latencies(run.requests, baseline.requests, decode_only=True)
+        measured = speedup_measured(run.requests, baseline.requests, decode_only=True)
+        ci = paired_speedup_ci(base, spec)
+        tau = acceptance_length(acceptance_counts(run.requests))
+        steady = predict_speedup_batched(surface, batch, run.k, tau)
+        waves = predict_speedup_waves(surface, _waves(baseline.requests, batch), _waves(run.requests, batch))
+        rows.append(
+            {
+                "draft": None if run.draft is None else run.draft.name,
+                "k": run.k,
+                "acceptance_length": tau,
+                "speedup_measured_decode": measured,
+                "speedup_measured_decode_ci": None if ci is None else list(ci),
+                "speedup_predicted_waves": waves,
+                "speedup_predicted": steady,
+                "error": None if measured is None or not waves else measured / waves - 1.0,
+            }
+        )
+    return {
+        "batch": batch,
+        "surface": surface_section(surface),
+        "candidates": rows,
+        "assumes": ASSUMES,
+        "waves": "the golden set in waves of B prompts decoded together; the wave prediction replays each "
+        "request's recorded steps with the surface's step costs, so the batch shrinks as requests finish",
+    }
