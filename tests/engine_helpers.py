@@ -126,12 +126,22 @@ def by_label(url: str, name: str, label: str, text: str | None = None) -> dict[f
 
 
 def start_monitor(url: str, history: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
-    """``specmeter monitor`` on ``url`` every second, windows into ``history``; stop it with SIGINT."""
+    """``specmeter monitor`` on ``url`` every second, windows into ``history``; stop it with SIGINT.
+
+    SIGINT is reset to its default in the child: a test run started in the background of a
+    non-interactive shell (``make … &``) inherits it ignored, and Python keeps an ignored SIGINT ignored,
+    so the monitor would never see the Ctrl-C that ``stop`` sends.
+    """
     return subprocess.Popen(
         [str(SPECMETER), "monitor", "--scrape", f"{url}/metrics", "--interval", "1s",
          "--history", str(history), "--no-alerts", "--quiet", "--duration", "10m"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True,
+        preexec_fn=_default_sigint,
     )  # fmt: skip
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def monitor_windows(history: Path) -> list[dict[str, Any]]:
