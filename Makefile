@@ -86,8 +86,12 @@ $(LLAMACPP_SDIST): | $(STAMP)
 	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$(LLAMACPP_PIN)" \
 		-d $(LLAMACPP)/sdist
 
+# The sdist also ships the submodule's git directory: with it, CMake stamps the build with llama.cpp's commit
+# (`llama-server --version`: "commit 0c1e570"), which names the fixture folder make test-llamacpp records;
+# without it the build says "commit unknown".
 $(LLAMACPP_SRC)/CMakeLists.txt: $(LLAMACPP_SDIST)
-	tar xzf $< -C $(LLAMACPP) llama_cpp_python-$(LLAMACPP_PIN)/vendor/llama.cpp
+	tar xzf $< -C $(LLAMACPP) llama_cpp_python-$(LLAMACPP_PIN)/vendor/llama.cpp \
+		llama_cpp_python-$(LLAMACPP_PIN)/.git/modules/vendor/llama.cpp
 	touch $@
 
 $(LLAMACPP_SERVER): $(LLAMACPP_SRC)/CMakeLists.txt
