@@ -66,8 +66,8 @@ test-prometheus: $(STAMP) prometheus-bin
 	PATH="$(CURDIR)/$(PROM_DIR)/usr/bin:$$PATH" $(BIN)/python -m pytest -q -s -m prometheus tests/real_prometheus
 
 # llama.cpp's server, built from the llama.cpp that the PyPI source distribution of llama-cpp-python vendors
-# (pip is the only way anything reaches this machine; only llama-server is built, CPU, about 6-8 minutes on
-# 2 cores, -march=native), and the bundled models converted to GGUF (f32, as the native engine computes) by
+# (pip is the only way anything reaches this machine; only llama-server is built, CPU, 3.3 minutes on 2 quiet
+# cores, -march=native), and the bundled models converted to GGUF (f32, as the native engine computes) by
 # llama.cpp's own converter through tests/real_llamacpp/convert_gguf.py, which tells it that the bundled
 # tokenizer pre-tokenizes as GPT-2 (checked: make test-llamacpp compares llama.cpp's tokens with ours).
 # Everything lives in .llamacpp (ignored), rebuilt only when the pin, the converter wrapper or a model changes.

@@ -1,13 +1,14 @@
 """Shared by the real llama.cpp tests: where ``make llamacpp-env`` put llama-server and the GGUF models, and
 a llama-server on a free loopback port, always shut down.
 
-The launch line is the one to reuse elsewhere (a sweep over ``--spec-draft-n-max`` and concurrency, say):
+The launch line is the one to reuse elsewhere (``specmeter sweep --launch``: :func:`server_command`):
 
     llama-server -m target.gguf --spec-type draft-simple -md draft-legal.gguf --spec-draft-n-max K
                  --spec-draft-n-min 0 --spec-draft-p-min 0 --parallel N --metrics
                  --host 127.0.0.1 --port P -t 1 -tb 1 -td 1 -tbd 1 -c CTX
 
-``--spec-draft-n-max 0`` (or omitting ``--spec-type``/``-md``) serves without speculation. ``--parallel N``
+Omitting ``--spec-type``/``-md`` serves without speculation (``--spec-draft-n-max 0`` with the draft
+loaded aborts this build once two requests decode together: docs/monitoring.md). ``--parallel N``
 gives N slots (N requests decode together); ``-c`` is the context of all slots together, so each slot gets
 CTX / N. ``--metrics`` turns /metrics on (off by default). p-min 0 and n-min 0 make llama.cpp draft as the
 native engine does: always up to k tokens, never fewer than the tokens left allow (n-min 0 keeps short
@@ -58,14 +59,18 @@ def version_tag() -> str:
     return match.group(1) if match else re.sub(r"[^A-Za-z0-9.]+", "-", version)
 
 
-@contextmanager
-def llama_server(
-    log: Path, *, draft: str | None = "draft-legal", k: int = 4, parallel: int = 2, ctx: int = 4096
-) -> Iterator[str]:
-    """llama-server with the bundled target (and a draft) on 127.0.0.1, one thread per role; its base URL."""
-    port = free_port()
+def server_command(
+    port: int | str,
+    *,
+    draft: str | None = "draft-legal",
+    k: int | str = 4,
+    parallel: int = 2,
+    ctx: int = 4096,
+    host: str = "127.0.0.1",
+) -> list[str]:
+    """The launch line above as arguments; ``port``, ``k`` and ``host`` may be placeholders (``"{port}"``)."""
     cmd = [
-        str(SERVER), "-m", str(gguf("target")), "--host", "127.0.0.1", "--port", str(port),
+        str(SERVER), "-m", str(gguf("target")), "--host", host, "--port", str(port),
         "--parallel", str(parallel), "-c", str(ctx), "--metrics", "--no-webui", "--alias", "bundled-target",
         "-t", "1", "-tb", "1",
     ]  # fmt: skip
@@ -74,6 +79,16 @@ def llama_server(
             "--spec-type", "draft-simple", "-md", str(gguf(draft)), "--spec-draft-n-max", str(k),
             "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", "-td", "1", "-tbd", "1",
         ]  # fmt: skip
+    return cmd
+
+
+@contextmanager
+def llama_server(
+    log: Path, *, draft: str | None = "draft-legal", k: int = 4, parallel: int = 2, ctx: int = 4096
+) -> Iterator[str]:
+    """llama-server with the bundled target (and a draft) on 127.0.0.1, one thread per role; its base URL."""
+    port = free_port()
+    cmd = server_command(port, draft=draft, k=k, parallel=parallel, ctx=ctx)
     url = f"http://127.0.0.1:{port}"
     with server_process(cmd, url, log, name="llama-server", startup_s=120):
         yield url
