@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,12 @@ from specmeter.engine.tiny import TinyConfig, build_layer_skip_draft, build_rand
 torch.set_num_threads(1)
 transformers.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
+
+# A test run started in the background of a non-interactive shell (`make test-vllm &`, nohup) inherits SIGINT
+# ignored, every child process inherits that, and the tests that press Ctrl-C on a command (SIGINT to its
+# process group) would see it ignored: put Python's default handler back so children start with SIGINT live.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
