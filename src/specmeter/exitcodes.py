@@ -65,6 +65,12 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         ("monitor",),
     ),
     ExitCode(EXIT_FAILED, "no usable record in the logs", ("golden",)),
+    ExitCode(
+        EXIT_FAILED,
+        "a configuration failed (did not start, never became healthy, died mid-level), or the baseline "
+        "could not be measured; what was measured is written",
+        ("sweep",),
+    ),
     ExitCode(EXIT_FAILED, "runs delete: not confirmed", ("runs",)),
     ExitCode(EXIT_CAVEATS, "usable with caveats", ("compat",)),
     ExitCode(

@@ -20,6 +20,7 @@ from specmeter.cli import report as report_cmd
 from specmeter.cli import roi as roi_cmd
 from specmeter.cli import runs as runs_cmd
 from specmeter.cli import serve as serve_cmd
+from specmeter.cli import sweep as sweep_cmd
 from specmeter.cli.common import err_console
 from specmeter.exitcodes import EXIT_INTERRUPTED, help_epilog
 
@@ -41,6 +42,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "select": select.select,
     "serve": serve_cmd.serve,
     "load": load_cmd.load,
+    "sweep": sweep_cmd.sweep,
     "monitor": monitor_cmd.monitor,
     "golden": golden_cmd.golden,
     "drift": drift_cmd.drift,

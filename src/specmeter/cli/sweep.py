@@ -1,0 +1,301 @@
+"""``specmeter sweep``: real servers over k × load level — E_meas per cell, best k per level, the schedule.
+
+    specmeter sweep --launch 'specmeter serve --target T --draft D --k {k} --port {port}' --k 0,2,4 \\
+        --concurrency 1,4,16 --prompts golden.jsonl --limit 32 --max-tokens 64 --json sweep.json
+
+Each configuration is started from the template (its own process group, a health wait, a warm-up), runs
+every level, and is stopped (SIGTERM, then SIGKILL); the baseline runs first and again last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any, cast
+
+import typer
+from rich.markup import escape
+
+from specmeter.cli.common import (
+    EXIT_INTERRUPTED,
+    check_outputs,
+    check_range,
+    console,
+    err_console,
+    fail,
+    parse_int_list,
+)
+from specmeter.exitcodes import EXIT_FAILED
+
+MAX_K = 64
+
+
+def _ks(value: str) -> list[int]:
+    out = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) > MAX_K:
+            fail(f"--k: {part!r} is not a draft length from 0 to {MAX_K} (0 = the baseline, no speculation)")
+        out.append(int(part))
+    return sorted(set(out))
+
+
+def _endpoints(values: list[str]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for value in values:
+        k_text, sep, url = value.partition("=")
+        if not sep or not k_text.strip().isdigit() or not url.startswith(("http://", "https://")):
+            fail(f"--endpoint: {value!r} is not K=URL (e.g. 0=http://127.0.0.1:8001 for the baseline)")
+        k = int(k_text)
+        if k in out:
+            fail(f"--endpoint: two endpoints for k={k}")
+        out[k] = url
+    return out
+
+
+def _rates(value: str) -> list[float]:
+    import math
+
+    out = []
+    for part in value.split(","):
+        try:
+            rate = float(part)
+        except ValueError:
+            fail(f"--rate: {part.strip()!r} is not a number (requests per second)")
+        if not (math.isfinite(rate) and rate > 0):
+            fail(f"--rate: {part.strip()} must be a finite number > 0 (requests per second)")
+        out.append(rate)
+    return sorted(set(out))
+
+
+def sweep(
+    launch: str | None = typer.Option(
+        None, "--launch", help="Server command with {port} and {k} (also {draft}, {spec}, {schedule})."
+    ),
+    baseline_launch: str | None = typer.Option(
+        None, "--baseline-launch", help="The baseline's command (default: --launch with k = 0)."
+    ),
+    ks: str = typer.Option("0,2,4", "--k", help="Draft lengths to launch; 0 = the baseline."),
+    endpoint: list[str] = typer.Option(
+        [],
+        "--endpoint",
+        help="An already-running server per configuration: K=URL (repeat; 0=… the baseline).",
+    ),
+    draft: str | None = typer.Option(None, "--draft", help="The draft model, for {draft} and {spec}."),
+    method: str = typer.Option("draft_model", "--method", help="{spec}'s speculative method (vLLM)."),
+    prompts: Path = typer.Option(..., "--prompts", help="Golden set: specmeter JSONL or Spec-Bench."),
+    concurrency: str | None = typer.Option(None, "--concurrency", help="Levels: concurrencies, e.g. 1,4,16."),
+    rate: str | None = typer.Option(None, "--rate", help="Levels: request rates (req/s), e.g. 0.5,1,2."),
+    limit: int | None = typer.Option(None, help="Requests per level (default: one pass over the prompts)."),
+    warmup: int = typer.Option(2, help="Warm-up requests per server before measuring."),
+    max_tokens: int = typer.Option(128, "--max-tokens", help="Output tokens per request."),
+    temperature: float = typer.Option(0.0, help="Sampling temperature of every request."),
+    top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling of every request."),
+    seed: int = typer.Option(0, help="Seeds Poisson arrivals (--rate)."),
+    model: str | None = typer.Option(None, help="Model name to request (default: the server's first)."),
+    api_key: str | None = typer.Option(None, "--api-key", envvar="SPECMETER_API_KEY", help="Bearer token."),
+    api: str = typer.Option("auto", help="auto, completions or chat."),
+    startup_timeout: float = typer.Option(
+        600.0, "--startup-timeout", help="Seconds a server may take to answer /health."
+    ),
+    stop_timeout: float = typer.Option(20.0, "--stop-timeout", help="Seconds between SIGTERM and SIGKILL."),
+    stall_timeout: float = typer.Option(
+        60.0, "--stall-timeout", help="Seconds without data before a stream fails."
+    ),
+    request_timeout: float | None = typer.Option(None, "--request-timeout", help="Seconds per request."),
+    logs_dir: Path | None = typer.Option(
+        None, "--logs", help="Directory for the servers' output (default: beside --json, else a temp dir)."
+    ),
+    no_rerun: bool = typer.Option(
+        False, "--no-rerun-baseline", help="Do not run the baseline again at the end (drift unmeasured)."
+    ),
+    validate: bool = typer.Option(
+        False, "--validate", help="Launch the resulting schedule ({schedule}/{spec}) and ramp across it."
+    ),
+    validate_launch: str | None = typer.Option(
+        None, "--validate-launch", help="The schedule's command (default: --launch)."
+    ),
+    schedule_out: Path | None = typer.Option(
+        None, "--schedule-out", help="Write the schedule as vLLM --speculative-config JSON."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the whole result as JSON."),
+    csv_out: Path | None = typer.Option(None, "--csv", help="One CSV row per request."),
+    log_out: Path | None = typer.Option(None, "--log", help="Per-request JSONL log."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no tables."),
+) -> None:
+    """Sweep real servers over k × load level: E_meas with drift, α/τ from the server, best k, schedule."""
+    from specmeter.serving.launch import LaunchError, check_template
+    from specmeter.serving.loadconfig import LoadConfig, Phase
+    from specmeter.serving.sweepconfig import ServerConfig, SweepConfig
+    from specmeter.workloads import WorkloadError, load_workload
+
+    if (launch is None) == (not endpoint):
+        fail("give --launch (specmeter starts each configuration) or --endpoint K=URL per running server")
+    if concurrency is not None and rate is not None:
+        fail("--concurrency and --rate are different modes; give one of them")
+    if api not in ("auto", "completions", "chat"):
+        fail(f"--api: {api!r} is not one of auto, completions, chat")
+    for name, value in (("--limit", limit), ("--max-tokens", max_tokens)):
+        if value is not None and value < 1:
+            fail(f"{name} must be >= 1, got {value}")
+    if warmup < 0:
+        fail(f"--warmup must be >= 0, got {warmup}")
+    check_range("--temperature", temperature, low=0, high=2)
+    check_range("--top-p", top_p, low=0, low_open=True, high=1)
+    timeouts = {"--startup-timeout": startup_timeout, "--stop-timeout": stop_timeout,
+                "--stall-timeout": stall_timeout, "--request-timeout": request_timeout}  # fmt: skip
+    for name, seconds in timeouts.items():
+        check_range(name, seconds, low=0, low_open=True, high=7 * 86400.0)
+    configs: list[ServerConfig] = []
+    try:
+        if launch is not None:
+            check_template(launch, "--launch")
+            k_list = _ks(ks)
+            if baseline_launch is not None:
+                check_template(baseline_launch, "--baseline-launch")
+                configs.append(ServerConfig(0, template=baseline_launch, option="--baseline-launch"))
+            elif 0 in k_list:
+                if "{spec}" in launch:
+                    fail("--launch uses {spec}, which has no k = 0 form (vLLM takes no speculative config "
+                         "without speculation); give --baseline-launch")  # fmt: skip
+                configs.append(ServerConfig(0, template=launch))
+            else:
+                fail("--k has no 0 and there is no --baseline-launch: the sweep needs a baseline")
+            configs += [ServerConfig(k, template=launch) for k in k_list if k > 0]
+            if validate_launch is not None:
+                check_template(validate_launch, "--validate-launch")
+        else:
+            urls = _endpoints(endpoint)
+            if 0 not in urls:
+                fail("--endpoint: give the baseline as 0=URL")
+            if validate:
+                fail("--validate launches the schedule: it needs --launch (or --validate-launch)")
+            configs = [ServerConfig(k, url=url, option="--endpoint") for k, url in sorted(urls.items())]
+    except LaunchError as e:
+        fail(str(e))
+    if len(configs) < 2:
+        fail("--k: give at least one draft length > 0 beside the baseline")
+    if rate is not None:
+        phases = [Phase(rate=r) for r in _rates(rate)]
+    else:
+        phases = [Phase(concurrency=c) for c in parse_int_list(concurrency or "1", "--concurrency")]
+    if validate and rate is not None:
+        fail("--validate ramps across batch sizes: use --concurrency levels")
+    if logs_dir is None:
+        logs_dir = (
+            json_out.with_name(json_out.stem + "-logs") if json_out is not None
+            else Path(tempfile.mkdtemp(prefix="specmeter-sweep-"))
+        )  # fmt: skip
+    check_outputs(
+        {"--json": json_out, "--csv": csv_out, "--log": log_out, "--schedule-out": schedule_out},
+        {"--prompts": prompts},
+        directories={"--logs": logs_dir},
+    )
+    try:
+        workload = load_workload(prompts)
+    except WorkloadError as e:
+        fail(str(e))
+    load = LoadConfig(
+        endpoint="",
+        prompts=workload.prompts,
+        phases=phases,
+        limit=limit,
+        warmup=warmup,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        api=cast(Any, api),
+        model=model,
+        baseline_model=model,
+        api_key=api_key,
+        stall_timeout=stall_timeout,
+        request_timeout=request_timeout,
+    )
+    cfg = SweepConfig(
+        load=load,
+        configs=configs,
+        draft=draft,
+        method=method,
+        startup_timeout=startup_timeout,
+        stop_grace=stop_timeout,
+        logs_dir=logs_dir,
+        rerun_baseline=not no_rerun,
+        validate=validate,
+        validate_template=validate_launch,
+    )
+    config = {
+        "launch": launch,
+        "baseline_launch": baseline_launch,
+        "validate_launch": validate_launch,
+        "endpoints": endpoint or None,
+        "k": [c.k for c in configs],
+        "draft": draft,
+        "method": method,
+        "prompts": str(prompts),
+        "concurrency": [p.concurrency for p in phases if p.concurrency is not None] or None,
+        "rate": [p.rate for p in phases if p.rate is not None] or None,
+        "limit": limit,
+        "warmup": warmup,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
+        "seed": seed,
+        "model": model,
+        "api": api,
+        "startup_timeout": startup_timeout,
+        "rerun_baseline": not no_rerun,
+        "validate": validate,
+        "logs": str(logs_dir),
+    }
+    code = _run(cfg, config, json_out, csv_out, log_out, schedule_out, quiet)
+    if code:
+        raise typer.Exit(code)
+
+
+def _run(
+    cfg: Any, config: dict[str, Any], json_out: Path | None, csv_out: Path | None, log_out: Path | None,
+    schedule_out: Path | None, quiet: bool,
+) -> int:  # fmt: skip
+    from specmeter.report.files import write_json_atomic
+    from specmeter.serving.launch import sigterm_as_interrupt
+    from specmeter.serving.sweepresult import build_view, schedule_from_section
+    from specmeter.serving.sweeprun import SweepAborted, execute_sweep
+    from specmeter.serving.sweepview import render_sweep
+
+    def say(line: str) -> None:
+        if not quiet:
+            err_console.print(escape(line), soft_wrap=True)
+
+    say(f"server logs: {cfg.logs_dir}")
+    try:
+        with sigterm_as_interrupt():
+            result, _ = asyncio.run(
+                execute_sweep(
+                    cfg, config=config, build=build_view, json_out=json_out, csv_out=csv_out, log_out=log_out,
+                    say=say, schedule_of=schedule_from_section,
+                )
+            )  # fmt: skip
+    except SweepAborted as e:
+        fail(str(e), code=EXIT_FAILED)
+    except KeyboardInterrupt:
+        err_console.print(
+            "[yellow]Interrupted; the server in flight is stopped, every finished level is in the result"
+            + (f" ({json_out})" if json_out else "")
+            + ".[/]",
+            soft_wrap=True,
+        )
+        return EXIT_INTERRUPTED
+    section = result.get("sweep") or {}
+    if not quiet:
+        render_sweep(result, console)
+    schedule = section.get("schedule")
+    if schedule_out is not None and schedule:
+        write_json_atomic(schedule_out, schedule["speculative_config"])
+    failures = section.get("failures") or []
+    if failures:
+        for line in failures:
+            err_console.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
+        return EXIT_FAILED
+    return 0

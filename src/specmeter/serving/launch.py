@@ -1,0 +1,272 @@
+"""Launching a server under test: a command template, its own process group, a health wait, a clean stop.
+
+``sweep`` measures server *configurations* (a draft length, a schedule, no speculation), so it has to start
+and stop servers itself. A configuration's command comes from a template with placeholders, filled in per
+configuration:
+
+==============  ==========================================================================================
+``{port}``      a free port on 127.0.0.1 chosen by specmeter (the server must listen on it)
+``{k}``         the draft length (a schedule: its largest k)
+``{draft}``     the draft model given to ``sweep --draft``
+``{spec}``      vLLM's ``--speculative-config`` JSON for this configuration (method, model, k, schedule)
+``{schedule}``  the ``num_speculative_tokens_per_batch_size`` JSON list (``serve --k-schedule``)
+==============  ==========================================================================================
+
+The template is split like a shell line (``shlex``) and placeholders are filled in *per argument*, so a
+JSON value stays one argument with no quoting; no shell runs it (pipes, ``&&`` and ``$VARS`` are not
+interpreted: wrap the command in ``sh -c '…'`` for those).
+
+The server runs in its own session (a new process group), its output goes to a log file, and
+:meth:`ServerProcess.stop` sends SIGTERM to the whole group, waits, then SIGKILL — so an engine that forks
+workers (vLLM's engine core, a tokenizer pool) is stopped with all its children. Every started server is
+also registered for an ``atexit`` stop, the last line of defence when the caller dies of an exception
+nobody caught; a SIGTERM to specmeter itself becomes the same path as Ctrl-C (:func:`sigterm_as_interrupt`).
+Every problem is a :class:`LaunchError` with one line naming the configuration and the server's last log
+line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import httpx
+
+from specmeter.engine.schedule import KSchedule
+
+__all__ = [
+    "PLACEHOLDERS",
+    "LaunchError",
+    "LaunchValues",
+    "ServerProcess",
+    "free_port",
+    "render_template",
+    "sigterm_as_interrupt",
+    "spec_config",
+]
+
+PLACEHOLDERS = ("{port}", "{k}", "{draft}", "{spec}", "{schedule}")
+# vLLM, SGLang, llama.cpp, serve: /health; a server without one (404): the model list
+HEALTH_PATHS = ("/health", "/v1/models")
+STOP_GRACE_S = 20.0  # SIGTERM → SIGKILL
+_LIVE: set[ServerProcess] = set()
+
+
+class LaunchError(RuntimeError):
+    """A server that cannot be started, never became healthy, or died; the message is one line."""
+
+
+def free_port() -> int:
+    """A port nobody listens on right now (the server binds it a moment later)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: str) -> str:
+    """vLLM's ``--speculative-config`` JSON for draft length ``k`` (or a schedule) with ``draft``."""
+    if schedule is not None:
+        return json.dumps(schedule.vllm_config(method, draft))
+    cfg: dict[str, Any] = {"method": method}
+    if draft is not None:
+        cfg["model"] = draft
+    cfg["num_speculative_tokens"] = k
+    return json.dumps(cfg)
+
+
+@dataclass(frozen=True)
+class LaunchValues:
+    """What fills one configuration's placeholders."""
+
+    port: int
+    k: int
+    draft: str | None = None
+    schedule: KSchedule | None = None
+    method: str = "draft_model"
+
+    def mapping(self) -> dict[str, str]:
+        k = self.schedule.max_k if self.schedule is not None else self.k
+        return {
+            "{port}": str(self.port),
+            "{k}": str(k),
+            "{draft}": self.draft or "",
+            "{spec}": spec_config(k, self.draft, self.schedule, self.method),
+            "{schedule}": json.dumps((self.schedule or KSchedule.constant(self.k)).to_json()),
+        }
+
+
+def render_template(template: str, values: LaunchValues, *, option: str = "--launch") -> list[str]:
+    """The command's arguments: ``template`` split like a shell line, placeholders filled per argument."""
+    try:
+        words = shlex.split(template)
+    except ValueError as e:
+        raise LaunchError(f"{option}: cannot split {template!r} ({e})") from None
+    if not words:
+        raise LaunchError(f"{option}: the template is empty")
+    mapping = values.mapping()
+    out = []
+    for word in words:
+        for name, value in mapping.items():
+            word = word.replace(name, value)
+        out.append(word)
+    return out
+
+
+def check_template(template: str, option: str, *, needs_port: bool = True) -> None:
+    """Placeholders a template must have, and unknown ``{names}`` (a typo would reach the server as is)."""
+    import re
+
+    for name in re.findall(r"\{[a-z_]+\}", template):
+        if name not in PLACEHOLDERS:
+            raise LaunchError(f"{option}: unknown placeholder {name} (known: {', '.join(PLACEHOLDERS)})")
+    if needs_port and "{port}" not in template:
+        raise LaunchError(f"{option}: the template needs {{port}}: specmeter picks a free port per server")
+
+
+class ServerProcess:
+    """One launched server: its own process group, its log, a health wait, and a stop that always stops."""
+
+    def __init__(self, name: str, argv: Sequence[str], url: str, log: Path) -> None:
+        self.name = name  # the configuration, for messages: "k=4", "baseline"
+        self.argv = list(argv)
+        self.url = url
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        self.exit_code: int | None = None
+
+    def start(self, env: Mapping[str, str] | None = None) -> None:
+        """Start the command in a new session; LaunchError when it cannot even be executed."""
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("wb") as out:
+            try:
+                self.proc = subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=None if env is None else {**os.environ, **env},
+                    start_new_session=True,
+                )
+            except OSError as e:
+                raise LaunchError(f"{self.name}: cannot start {self.argv[0]!r}: {e.strerror or e}") from None
+        self.started_at = time.monotonic()
+        _LIVE.add(self)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def last_line(self) -> str:
+        """The last non-empty line of the server's output (why it failed, usually)."""
+        try:
+            data = self.log.read_bytes()[-8192:]
+        except OSError:
+            return ""
+        lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+        return lines[-1][:300] if lines else ""
+
+    def died(self, when: str) -> LaunchError:
+        """The one line for a server that exited ``when`` (e.g. "before it was healthy")."""
+        code = self.proc.poll() if self.proc is not None else None
+        last = self.last_line()
+        said = f"; its last line: {last}" if last else "; it printed nothing"
+        return LaunchError(f"{self.name}: the server exited with code {code} {when}{said} (log: {self.log})")
+
+    async def wait_healthy(self, timeout_s: float, headers: Mapping[str, str] | None = None) -> float:
+        """Poll ``/health`` (or ``/v1/models``) until 200; returns the seconds it took. LaunchError else."""
+        assert self.proc is not None, "start() first"
+        deadline = self.started_at + timeout_s
+        last_error = "no answer"
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            while True:
+                if self.proc.poll() is not None:
+                    raise self.died("before it was healthy")
+                for path in HEALTH_PATHS:
+                    try:
+                        response = await client.get(self.url + path, headers=headers)
+                    except httpx.HTTPError as e:
+                        last_error = type(e).__name__
+                        break  # not listening yet: the other path would fail alike
+                    if response.status_code == 200:
+                        return time.monotonic() - self.started_at
+                    last_error = f"HTTP {response.status_code} on {path}"
+                    if response.status_code != 404:
+                        break  # /health exists and says not yet: the model list would not know better
+                if time.monotonic() > deadline:
+                    raise LaunchError(
+                        f"{self.name}: not healthy after {timeout_s:g}s ({self.url}/health: {last_error}); "
+                        f"stopped it (log: {self.log})"
+                    )
+                await asyncio.sleep(0.25)
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
+        """SIGTERM to the process group, SIGKILL after ``grace_s``; idempotent. Returns the exit code."""
+        if self.proc is None:
+            return None
+        pgid = self.proc.pid  # start_new_session: the group's id is the leader's pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+        # Children that outlived the leader (an engine's workers) are in the same group.
+        deadline = time.monotonic() + grace_s
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        self.exit_code = self.proc.returncode
+        _LIVE.discard(self)
+        return self.exit_code
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_LIVE):
+        server.stop(grace_s=5.0)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises KeyboardInterrupt: servers are stopped and results kept as on Ctrl-C."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

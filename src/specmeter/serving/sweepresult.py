@@ -1,0 +1,314 @@
+"""A sweep's results: the E_meas(k, level) matrix with drift in its intervals, best k per level, the schedule.
+
+Every cell (a speculative configuration at a level) is summarised by ``loadresult.level_entry`` against the
+baseline's run at the same level — the same requests, paired by prompt id — so its E_meas, paired
+bootstrap interval, acceptance (per-request reports or /metrics counter deltas, ``server.used``), latency
+percentiles and stalls are exactly those of ``load``. The sweep adds:
+
+- **Drift (A … A).** The baseline runs first and again last. Each cell's E is computed against both runs;
+  the cell's E is their geometric mean and its interval the union of the two paired intervals, so a
+  machine that drifted between the runs widens the interval instead of biasing the figure. The drift
+  itself, per level, is the first run's time over the last run's on the same requests
+  (E of "k=0 (end)" against "k=0"), with its paired interval: 1 = no drift.
+- **Counters per cell.** The server's /metrics counter deltas around the cell (drafted, accepted) beside the
+  sums of its per-request reports; on a server that served nothing else they are equal
+  (``counters_equal``).
+- **Best k per level** (k = 0 included: its E is 1 by definition), and the schedule that follows
+  (``engine.schedule.KSchedule.from_best`` over the concurrency levels), as vLLM's
+  ``num_speculative_tokens_per_batch_size`` and as ``serve --k-schedule``.
+- **Validation** (``--validate``): the schedule's own server at each level of a ramp across its switch
+  points, against the best static k measured at that level.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from specmeter.engine.schedule import KSchedule, ScheduleError
+from specmeter.serving.loadconfig import Phase
+from specmeter.serving.loadlevel import PhaseResult, RoleResult
+from specmeter.serving.loadresult import level_entry
+from specmeter.serving.sweepconfig import BASELINE_NAME, SweepConfig
+from specmeter.serving.sweeprun import END, ConfigRun, SweepRun
+
+__all__ = ["SweepView", "build_view", "combine_drift", "schedule_from_section"]
+
+
+@dataclass
+class SweepView:
+    section: dict[str, Any]
+    entries: list[dict[str, Any]]  # full level entries (load's shape), one per measured cell
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def combine_drift(
+    first: float | None, first_ci: Sequence[float] | None, end: float | None, end_ci: Sequence[float] | None
+) -> tuple[float | None, list[float] | None]:
+    """E against both baseline runs: the geometric mean of the two, the union of their intervals.
+
+    With one baseline run only, its figure and interval. An interval missing on either side (too few
+    requests) leaves the combined one missing: an envelope of one side would look tighter than it is.
+    """
+    if first is None or end is None:
+        figure = first if first is not None else end
+        ci = first_ci if first is not None else end_ci
+        return figure, list(ci) if ci else None
+    figure = math.sqrt(first * end)
+    if not first_ci or not end_ci:
+        return figure, None
+    return figure, [min(first_ci[0], end_ci[0]), max(first_ci[1], end_ci[1])]
+
+
+def _pct(summary: Mapping[str, Any], key: str) -> dict[str, float | None] | None:
+    block = summary.get(key)
+    if not isinstance(block, Mapping):
+        return None
+    return {"p50": _num(block.get("p50")), "p99": _num(block.get("p99"))}
+
+
+def _counters(server: Mapping[str, Any]) -> dict[str, Any]:
+    metrics = server.get("metrics") or {}
+    reports = server.get("per_request") or {}
+    out = {
+        "drafted": metrics.get("drafted_tokens"),
+        "accepted": metrics.get("accepted_tokens"),
+        "steps": metrics.get("steps"),
+        "per_request_drafted": reports.get("drafted_tokens"),
+        "per_request_accepted": reports.get("accepted_tokens"),
+    }
+    both = out["drafted"] is not None and out["per_request_drafted"] is not None
+    out["equal"] = (
+        both
+        and out["drafted"] == out["per_request_drafted"]
+        and out["accepted"] == out["per_request_accepted"]
+        if both
+        else None
+    )
+    return out
+
+
+def _entry(run: ConfigRun, label: str, baseline: RoleResult | None, cfg: SweepConfig) -> dict[str, Any]:
+    role = run.levels[label]
+    phase = next(p for p in run.phases if p.label == label)
+    roles = {"speculative": role} | ({"baseline": baseline} if baseline is not None else {})
+    last = run.phases[-1].label == label
+    complete = not (last and run.status in ("failed", "interrupted"))
+    entry = level_entry(
+        PhaseResult(phase, roles, complete),
+        label=run.run,
+        k=run.config.k or None,
+        temperature=cfg.load.temperature,
+        top_p=cfg.load.top_p,
+    )
+    entry["k"] = run.config.k
+    entry["run"] = run.run
+    return entry
+
+
+def _cell(entry: Mapping[str, Any], e_end: tuple[float | None, list[float] | None] | None) -> dict[str, Any]:
+    s = entry["summary"]
+    load = entry["load"]
+    first, first_ci = _num(s.get("speedup_measured")), s.get("speedup_measured_ci")
+    end, end_ci = e_end if e_end is not None else (None, None)
+    e, e_ci = combine_drift(first, first_ci, end, end_ci)
+    per_position = s.get("per_position") or []
+    return {
+        "run": entry["run"],
+        "k": entry["k"],
+        "level": _label(entry),
+        "concurrency": entry["concurrency"],
+        "rate": entry["rate"],
+        "complete": entry["complete"],
+        "e": e,
+        "e_ci": e_ci,
+        "e_first": first,
+        "e_first_ci": first_ci,
+        "e_end": end,
+        "e_end_ci": end_ci,
+        "e_decode": _num(s.get("speedup_measured_decode")),
+        "alpha": _num(s.get("acceptance_rate")),
+        "tau": _num(s.get("acceptance_length")),
+        "per_position": [_num(p.get("cumulative")) for p in per_position if isinstance(p, Mapping)],
+        "acceptance_source": entry["server"].get("used"),
+        "counters": _counters(entry["server"]),
+        "ttft_ms": _pct(s, "ttft_ms"),
+        "tpot_ms": _pct(s, "tpot_ms"),
+        "gap_ms": _pct(s, "gap_ms"),
+        "gap_per_token_ms": _pct(s, "gap_per_token_ms"),
+        "stalls": s.get("stalls"),
+        "requests": s.get("requests"),
+        "failed": load.get("failed"),
+        "requests_per_s": load.get("requests_per_s"),
+        "output_tokens_per_s": load.get("output_tokens_per_s"),
+        "effective_concurrency": load.get("effective_concurrency"),
+    }
+
+
+def _label(entry: Mapping[str, Any]) -> str:
+    return Phase(concurrency=entry.get("concurrency"), rate=entry.get("rate")).label
+
+
+def _best(cells: Sequence[Mapping[str, Any]], levels: Sequence[str]) -> list[dict[str, Any]]:
+    """The best k per level: the highest E, k = 0 (E = 1) when no speculative cell beats it."""
+    out = []
+    for level in levels:
+        candidates = [
+            c for c in cells if c["level"] == level and c["e"] is not None and c["run"].startswith("k=")
+        ]
+        best = max(candidates, key=lambda c: c["e"], default=None)
+        if best is None or best["e"] <= 1.0:
+            pick = {
+                "k": 0,
+                "e": 1.0,
+                "e_ci": None,
+                "sure": bool(candidates)
+                and all(c["e_ci"] is not None and c["e_ci"][1] < 1.0 for c in candidates),
+            }
+        else:
+            others = [c for c in candidates if c is not best]
+            ci = best["e_ci"]
+            sure = (
+                ci is not None
+                and ci[0] > 1.0
+                and all(c["e_ci"] is not None and c["e_ci"][1] < ci[0] for c in others)
+            )
+            pick = {"k": best["k"], "e": best["e"], "e_ci": ci, "sure": sure}
+        concurrency = next((c["concurrency"] for c in cells if c["level"] == level), None)
+        out.append({"level": level, "concurrency": concurrency, **pick})
+    return out
+
+
+def _schedule(best: Sequence[Mapping[str, Any]], draft: str | None, method: str) -> dict[str, Any] | None:
+    points = {int(b["concurrency"]): int(b["k"]) for b in best if b.get("concurrency")}
+    if not points:
+        return None
+    try:
+        schedule = KSchedule.from_best(points)
+    except ScheduleError:
+        return None
+    return {
+        "num_speculative_tokens_per_batch_size": schedule.to_json(),
+        "describe": schedule.describe(),
+        "speculative_config": schedule.vllm_config(method, draft),
+        "serve": f"--k-schedule '{json.dumps(schedule.to_json())}'",
+        "batch_size_from": "the level's concurrency (a closed loop at concurrency c keeps at most c requests "
+        "in the batch)",
+    }
+
+
+def schedule_from_section(section: Mapping[str, Any]) -> KSchedule | None:
+    block = section.get("schedule")
+    if not isinstance(block, Mapping):
+        return None
+    schedule = KSchedule.parse(block["num_speculative_tokens_per_batch_size"])
+    return schedule if schedule.max_k > 0 else None
+
+
+def _drift(base: ConfigRun, end: ConfigRun, cfg: SweepConfig) -> list[dict[str, Any]]:
+    out = []
+    for label in end.levels:
+        if label not in base.levels:
+            continue
+        entry = _entry(end, label, base.levels[label], cfg)
+        s = entry["summary"]
+        out.append({
+            "level": label,
+            "first_over_end": _num(s.get("speedup_measured")),
+            "ci": s.get("speedup_measured_ci"),
+            "requests": s.get("requests"),
+        })  # fmt: skip
+    return out
+
+
+def build_view(cfg: SweepConfig, state: SweepRun) -> SweepView:
+    """The ``sweep`` section and the full entries from everything measured so far."""
+    base = state.find(BASELINE_NAME)
+    end = state.find(BASELINE_NAME + END)
+    levels = [p.label for p in cfg.load.phases]
+    entries: list[dict[str, Any]] = []
+    cells: list[dict[str, Any]] = []
+    for run in state.runs:
+        if run.run.endswith(END) or run.config.schedule is not None:
+            continue
+        for label in run.levels:
+            first = base.levels.get(label) if base is not None and run is not base else None
+            entry = _entry(run, label, first, cfg)
+            entries.append(entry)
+            e_end = None
+            if end is not None and label in end.levels and not run.config.baseline:
+                s = _entry(run, label, end.levels[label], cfg)["summary"]
+                e_end = (_num(s.get("speedup_measured")), s.get("speedup_measured_ci"))
+            cells.append(_cell(entry, e_end))
+    best = _best([c for c in cells if c["k"] > 0], levels)
+    schedule = _schedule(best, cfg.draft, cfg.method)
+    section: dict[str, Any] = {
+        "levels": levels,
+        "configurations": [r.describe() for r in state.runs],
+        "failures": [r.error for r in state.runs if r.error],
+        "cells": cells,
+        "best": best,
+        "crossover": next((b["level"] for b in best if b["k"] == 0), None),
+        "schedule": schedule,
+        "drift": _drift(base, end, cfg) if base is not None and end is not None else None,
+        "drift_note": "E per cell: geometric mean of E against the first and the last baseline run; "
+        "interval: the union of both paired intervals"
+        if end is not None
+        else "the baseline ran once: drift not measured",
+        "validate": _validate(cfg, state, base, end, cells, best),
+    }
+    return SweepView(section, entries)
+
+
+def _validate(
+    cfg: SweepConfig,
+    state: SweepRun,
+    base: ConfigRun | None,
+    end: ConfigRun | None,
+    cells: Sequence[Mapping[str, Any]],
+    best: Sequence[Mapping[str, Any]],
+) -> dict[str, Any] | None:
+    run = next((r for r in state.runs if r.config.schedule is not None), None)
+    if run is None:
+        return None
+    assert run.config.schedule is not None
+    rows = []
+    for label in run.levels:
+        references = [r for r in (base, end) if r is not None and label in r.levels]
+        figures = []
+        for ref in references:
+            s = _entry(run, label, ref.levels[label], cfg)["summary"]
+            figures.append((_num(s.get("speedup_measured")), s.get("speedup_measured_ci")))
+        first = figures[0] if figures else (None, None)
+        last = figures[1] if len(figures) > 1 else (None, None)
+        e, ci = combine_drift(first[0], first[1], last[0], last[1])
+        static = next((b for b in best if b["level"] == label), None)
+        phase = next(p for p in run.phases if p.label == label)
+        k_here = run.config.schedule.k_for(phase.concurrency or 1)
+        collapse = None
+        if static is not None and e is not None:
+            floor = static["e_ci"][0] if static.get("e_ci") else static["e"]
+            collapse = bool(ci is not None and ci[1] < floor)
+        rows.append({
+            "level": label,
+            "k_scheduled": k_here,
+            "e": e,
+            "e_ci": ci,
+            "best_static_k": None if static is None else static["k"],
+            "best_static_e": None if static is None else static["e"],
+            "best_static_e_ci": None if static is None else static.get("e_ci"),
+            "below_best_static": collapse,
+        })  # fmt: skip
+    return {
+        "schedule": run.config.schedule.to_json(),
+        "status": run.status,
+        "error": run.error,
+        "levels": rows,
+        "collapse": [r["level"] for r in rows if r["below_best_static"]],
+    }

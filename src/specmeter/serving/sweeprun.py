@@ -1,0 +1,302 @@
+"""One whole ``sweep``: for each server configuration start it, wait for health, warm up, run every level,
+stop it; the baseline first and again last (A … A); results written after every level.
+
+Per configuration (``ServerConfig``) the server is launched from its template on a free port
+(``serving.launch``) or taken at its URL; ``loadreadings.resolve`` names its model and kind;
+``LevelRunner.warmup`` sends the unrecorded warm-up; ``LevelRunner.run_level`` runs each level in one block
+with the server's /metrics read around it; then the server is stopped (SIGTERM, then SIGKILL, its whole
+process group). With ``--search`` the capacity search runs on the same server before it is stopped.
+
+Failures keep what was measured. A configuration that cannot start, never becomes healthy or dies during
+a level is recorded with one line (``ConfigRun.error``), its finished levels stay in the result, and the
+sweep goes on with the next configuration — except the first baseline, without which nothing can be
+compared (:class:`SweepAborted`). Ctrl-C (and SIGTERM, ``launch.sigterm_as_interrupt``) stops the server in
+flight, summarises what finished and saves the JSON with ``complete: false``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from specmeter.engine.schedule import KSchedule
+from specmeter.hygiene.section import MachineWatch
+from specmeter.monitoring.promtext import metrics_url
+from specmeter.report.files import RequestSink, ResultFile
+from specmeter.serving.client import RequestOutcome
+from specmeter.serving.launch import LaunchError, LaunchValues, ServerProcess, free_port, render_template
+from specmeter.serving.loadconfig import Endpoint, LoadError, Phase, Role
+from specmeter.serving.loadlevel import LevelRunner, RoleResult
+from specmeter.serving.loadreadings import resolve
+from specmeter.serving.sweepconfig import ServerConfig, SweepConfig
+
+__all__ = ["ConfigRun", "SweepAborted", "SweepRun", "execute_sweep"]
+
+LOCALHOST = "127.0.0.1"
+CELL_KEY = ("draft", "k", "concurrency", "rate")  # a cell's candidate entry in the result file
+END = " (end)"  # the baseline's second run: "k=0 (end)"
+
+
+class SweepAborted(RuntimeError):
+    """The first baseline could not be measured: nothing to compare against. One line."""
+
+
+@dataclass
+class ConfigRun:
+    """One configuration's stay on the machine: its levels (by phase label, in order) and how it ended."""
+
+    config: ServerConfig
+    run: str  # "k=0", "k=4", "schedule", "k=0 (end)"
+    phases: list[Phase] = field(default_factory=list)
+    levels: dict[str, RoleResult] = field(default_factory=dict)
+    search_levels: dict[str, RoleResult] = field(default_factory=dict)
+    status: str = "pending"  # running, ok, failed, interrupted
+    error: str | None = None
+    url: str | None = None
+    argv: list[str] | None = None
+    log: str | None = None
+    startup_s: float | None = None
+    exit_code: int | None = None
+    pid: int | None = None  # the launched server's process (its process group's id)
+    started_at: float = 0.0  # seconds since the sweep began
+    ended_at: float = 0.0
+    capacity: Any = None  # serving.capacity.CapacityResult, with --search
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "k": self.config.k,
+            "schedule": None if self.config.schedule is None else self.config.schedule.to_json(),
+            "status": self.status,
+            "error": self.error,
+            "url": self.url,
+            "launch": self.argv,
+            "log": self.log,
+            "startup_s": self.startup_s,
+            "exit_code": self.exit_code,
+            "pid": self.pid,
+            "started_at_s": self.started_at,
+            "ended_at_s": self.ended_at,
+            "levels": list(self.levels),
+        }
+
+
+@dataclass
+class SweepRun:
+    """Everything measured so far, in the order it ran."""
+
+    runs: list[ConfigRun] = field(default_factory=list)
+    t0: float = field(default_factory=time.monotonic)
+
+    def find(self, run: str) -> ConfigRun | None:
+        return next((r for r in self.runs if r.run == run and r.levels), None)
+
+
+Publish = Callable[[SweepRun, bool], None]  # (state, final) -> rewrite the result file
+
+
+def _launch(cfg: SweepConfig, sc: ServerConfig, run: ConfigRun, index: int) -> ServerProcess:
+    """The configuration's server, started (not yet healthy): the caller owns its stop from here on."""
+    assert sc.template is not None
+    port = free_port()
+    argv = render_template(
+        sc.template, LaunchValues(port, sc.k, cfg.draft, sc.schedule, cfg.method), option=sc.option
+    )
+    slug = run.run.replace("=", "").replace(" ", "-").replace("(", "").replace(")", "")
+    server = ServerProcess(
+        run.run, argv, f"http://{LOCALHOST}:{port}", cfg.logs_dir / f"{index:02d}-{slug}.log"
+    )
+    run.argv, run.log = argv, str(server.log)
+    return server
+
+
+async def run_config(
+    cfg: SweepConfig,
+    sc: ServerConfig,
+    run: ConfigRun,
+    phases: Sequence[Phase],
+    runner: LevelRunner,
+    http: httpx.AsyncClient,
+    sink: RequestSink,
+    publish: Callable[[], None],
+    index: int,
+    say: Callable[[str], None],
+    search: Callable[[ConfigRun, Endpoint, ServerProcess | None], Any] | None = None,
+) -> None:
+    """Start, warm up, every level, (search), stop. Errors end in ``run.error``; Ctrl-C propagates."""
+    server: ServerProcess | None = None
+    run.status = "running"
+    began = time.monotonic()
+    role: Role = "baseline" if sc.baseline else "speculative"
+    try:
+        say(f"{run.run}: starting" + (f" ({sc.url})" if sc.url else ""))
+        if sc.url is not None:
+            url = Endpoint.base(sc.url)
+        else:
+            server = _launch(cfg, sc, run, index)
+            server.start()
+            run.pid, url = server.pid, server.url
+            run.startup_s = await server.wait_healthy(cfg.startup_timeout, cfg.load.headers)
+        run.url = url
+        ep = Endpoint(role, url, metrics_url(url) if cfg.load.scrape_metrics else None)
+        await resolve(http, ep, cfg.load)
+        await runner.warmup(ep)
+        if server is not None and not server.alive():
+            raise server.died("during the warm-up")
+        for phase in phases:
+            say(f"{run.run}: level {phase.label}")
+            partial = RoleResult(ep)
+            run.phases.append(phase)
+            run.levels[phase.label] = partial
+
+            def record(p: Phase, r: Role, outcome: RequestOutcome, into: RoleResult = partial) -> None:
+                into.outcomes.append(outcome)
+                sink.write(
+                    f"{run.run}@{p.label}", ep.model if r == "speculative" else None, sc.k, outcome.record
+                )
+
+            done = await runner.run_level(phase, ep, record)
+            run.levels[phase.label] = done
+            publish()
+            if server is not None and not server.alive():
+                ok = sum(1 for o in done.outcomes if o.ok)
+                raise server.died(
+                    f"during level {phase.label} ({ok} of {len(done.outcomes)} requests completed)"
+                )
+        if search is not None:
+            run.capacity = await search(run, ep, server)
+            if server is not None and not server.alive():
+                raise server.died("during the capacity search")
+        run.status = "ok"
+    except (LaunchError, LoadError) as e:
+        run.status, run.error = "failed", str(e) if str(e).startswith(run.run) else f"{run.run}: {e}"
+        say(run.error)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        run.status = "interrupted"
+        raise
+    finally:
+        if server is not None:
+            await asyncio.get_running_loop().run_in_executor(None, server.stop, cfg.stop_grace)
+            run.exit_code = server.exit_code
+        run.ended_at = run.started_at + time.monotonic() - began
+        publish()
+
+
+def schedule_levels(schedule: KSchedule, levels: Sequence[int]) -> list[int]:
+    """A ramp across a schedule's switch points within the measured levels: the levels, and each range's
+    last and the next batch size (where the k changes), between the smallest and the largest level."""
+    lo, hi = min(levels), max(levels)
+    points = set(levels)
+    for _, end, _ in schedule.ranges[:-1]:
+        points |= {b for b in (end, end + 1) if lo <= b <= hi}
+    return sorted(points)
+
+
+async def execute_sweep(
+    cfg: SweepConfig,
+    *,
+    config: Mapping[str, Any],
+    build: Callable[[SweepConfig, SweepRun], Any],
+    json_out: Path | None = None,
+    csv_out: Path | None = None,
+    log_out: Path | None = None,
+    say: Callable[[str], None] = lambda line: None,
+    make_search: Callable[..., Any] | None = None,
+    schedule_of: Callable[[Mapping[str, Any]], KSchedule | None] | None = None,
+    hygiene: bool = True,
+) -> tuple[dict[str, Any], SweepRun]:
+    """Run the sweep; ``build(cfg, state)`` turns the state into the result (``sweepresult.build_view``):
+    its ``section`` (the ``sweep`` section) and its ``entries`` (one candidate entry per cell).
+
+    Returns the result dict (also saved to ``json_out``) and the state. Raises :class:`SweepAborted` when
+    the first baseline cannot be measured (the file is saved first).
+    """
+    result = ResultFile(json_out, kind="sweep", config=config)
+    state = SweepRun()
+    http = httpx.AsyncClient()
+    runner = LevelRunner(cfg.load, http)
+    watch: MachineWatch | None = None
+
+    def publish() -> None:
+        view = build(cfg, state)
+        for entry in view.entries:
+            fields = dict(entry)
+            draft, k, summary, by_category = (fields.pop(f) for f in ("draft", "k", "summary", "by_category"))
+            result.add_candidate(draft, k, summary, by_category, key=CELL_KEY, **fields)
+        result.set_section("sweep", view.section)
+
+    try:
+        with RequestSink(csv_out, log_out) as sink:
+            await runner.start()
+            if hygiene:
+                watch = MachineWatch.start()
+            order: list[tuple[ServerConfig, str]] = [(cfg.baseline, cfg.baseline.name)]
+            order += [(sc, sc.name) for sc in cfg.speculative]
+            for index, (sc, name) in enumerate(order):
+                run = ConfigRun(sc, name, started_at=time.monotonic() - state.t0)
+                state.runs.append(run)
+                search = make_search(cfg, runner, http, sink, say) if make_search is not None else None
+                await run_config(
+                    cfg, sc, run, cfg.load.phases, runner, http, sink, publish, index, say, search
+                )
+                if index == 0 and not run.levels:
+                    raise SweepAborted(
+                        f"the baseline could not be measured, so nothing can be compared: {run.error}"
+                    )
+            end_phases = list(cfg.load.phases)
+            if cfg.validate and schedule_of is not None:
+                schedule = schedule_of(build(cfg, state).section)
+                template = cfg.validate_template or next(
+                    (sc.template for sc in cfg.speculative if sc.template is not None), None
+                )
+                if schedule is None or template is None:
+                    say("validate: no schedule to launch (no concurrency levels, or no launch template)")
+                else:
+                    sc = ServerConfig(
+                        schedule.max_k, template=template, schedule=schedule, option="--validate"
+                    )
+                    levels = [p.concurrency for p in cfg.load.phases if p.concurrency is not None]
+                    ramp = [Phase(concurrency=c) for c in schedule_levels(schedule, levels)]
+                    run = ConfigRun(sc, sc.name, started_at=time.monotonic() - state.t0)
+                    state.runs.append(run)
+                    await run_config(
+                        cfg, sc, run, ramp, runner, http, sink, publish, len(state.runs) - 1, say
+                    )
+                    end_phases = ramp
+            if cfg.rerun_baseline:
+                sc = cfg.baseline
+                run = ConfigRun(sc, sc.name + END, started_at=time.monotonic() - state.t0)
+                state.runs.append(run)
+                await run_config(
+                    cfg, sc, run, end_phases, runner, http, sink, publish, len(state.runs) - 1, say
+                )
+        _close_watch(result, watch)
+        publish()
+        result.finish()
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        _close_watch(result, watch)
+        with contextlib.suppress(Exception):
+            publish()
+        raise
+    except SweepAborted:
+        _close_watch(result, watch)
+        publish()
+        raise
+    finally:
+        _close_watch(None, watch)
+        await runner.aclose()
+        await http.aclose()
+    return result.to_dict(), state
+
+
+def _close_watch(result: ResultFile | None, watch: MachineWatch | None) -> None:
+    section = watch.finish() if watch is not None else None
+    if result is not None and section is not None:
+        result.set_section("hygiene", section)

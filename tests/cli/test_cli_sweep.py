@@ -1,0 +1,138 @@
+"""``specmeter sweep`` through the CLI: option mistakes, failing configurations (one line each, what was
+measured kept, nothing left running), and a real sweep of ``specmeter serve`` with the bundled models whose
+per-cell counters equal the server's own deltas."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+from cli_helpers import assert_usage_error
+from typer.testing import CliRunner, Result
+
+from specmeter.bundled.models import bundled_model
+from specmeter.cli.app import app
+from specmeter.workloads.bundled import bundled_prompts
+
+runner = CliRunner()
+STUB = Path(__file__).parents[1] / "serving" / "sweep_stub.py"
+SPECMETER = Path(sys.executable).with_name("specmeter")
+
+
+def invoke(*args: str | Path) -> Result:
+    return runner.invoke(app, ["sweep", *[str(a) for a in args]])
+
+
+def prompts(tmp_path: Path, n: int) -> Path:
+    lines = bundled_prompts("legal").read_text(encoding="utf-8").splitlines()[:n]
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_option_mistakes(tmp_path: Path) -> None:
+    p = prompts(tmp_path, 2)
+    assert_usage_error(invoke("--prompts", p), "--launch", "--endpoint")
+    assert_usage_error(invoke("--launch", "serve --k {k}", "--prompts", p), "{port}")
+    assert_usage_error(
+        invoke("--launch", "serve --port {port} {kk}", "--prompts", p), "unknown placeholder {kk}"
+    )
+    assert_usage_error(
+        invoke("--launch", "s --port {port} --k {k}", "--k", "2,4", "--prompts", p), "baseline"
+    )
+    assert_usage_error(invoke("--launch", "s --port {port} --c {spec}", "--k", "0,2", "--prompts", p),
+                       "--baseline-launch")  # fmt: skip
+    assert_usage_error(invoke("--launch", "s --port {port}", "--k", "0,x", "--prompts", p), "--k")
+    assert_usage_error(invoke("--launch", "s --port {port}", "--k", "0", "--prompts", p), "at least one")
+    assert_usage_error(invoke("--endpoint", "4=http://127.0.0.1:1", "--prompts", p), "0=URL")
+    assert_usage_error(invoke("--endpoint", "nope", "--prompts", p), "K=URL")
+    assert_usage_error(
+        invoke("--launch", "s --port {port}", "--prompts", p, "--rate", "1", "--validate"), "--concurrency"
+    )
+    out = tmp_path / "o.json"
+    assert_usage_error(invoke("--launch", "s --port {port}", "--prompts", p, "--json", p), "--json")
+    assert not out.exists()
+
+
+def test_failing_configurations_one_line_each_measured_kept_nothing_left(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    out = tmp_path / "sweep.json"
+    result = invoke(
+        "--launch", f"{sys.executable} {STUB} --port {{port}} --k {{k}} --pids {pids}", "--k", "0,1,2,3",
+        "--concurrency", "1,2", "--prompts", prompts(tmp_path, 4), "--limit", "4", "--warmup", "0",
+        "--max-tokens", "4", "--startup-timeout", "8", "--stop-timeout", "2", "--json", out, "--quiet",
+    )  # fmt: skip
+    assert "Traceback" not in result.output
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 3, errors
+    died, unhealthy, refused = errors
+    assert died.startswith("error: k=1: the server exited with code 1 during level")
+    assert unhealthy.startswith("error: k=2: not healthy after 8s") and "HTTP 503" in unhealthy
+    assert refused.startswith("error: k=3: the server exited with code 3 before it was healthy")
+    assert "refusing to start with k=3" in refused
+    data = json.loads(out.read_text())
+    assert data["complete"] is True
+    section = data["sweep"]
+    runs = {c["run"]: c for c in section["configurations"]}
+    assert [r for r in runs] == ["k=0", "k=1", "k=2", "k=3", "k=0 (end)"]
+    assert runs["k=0"]["status"] == runs["k=0 (end)"]["status"] == "ok"
+    assert runs["k=1"]["status"] == "failed" and runs["k=1"]["levels"]  # what it measured is kept
+    assert [c["run"] for c in section["cells"] if c["run"] == "k=1"]
+    assert section["failures"] == [e.removeprefix("error: ") for e in errors]
+    for run in runs.values():
+        assert run["pid"] is None or gone(run["pid"]), run
+    children = [int(f.read_text()) for f in pids.glob("child-*")]
+    assert len(children) == 2  # both baseline runs started a child in their process group
+    assert all(gone(pid) for pid in children)
+
+
+def test_sweep_of_specmeter_serve_counters_equal_server_deltas(tmp_path: Path) -> None:
+    target, draft = bundled_model("target"), bundled_model("draft-legal")
+    out = tmp_path / "sweep.json"
+    launch = f"{SPECMETER} serve --target {target} --draft {{draft}} --k {{k}} --port {{port}} --max-batch 4"
+    result = invoke(
+        "--launch", launch, "--draft", draft, "--k", "0,2", "--concurrency", "1,2", "--prompts",
+        prompts(tmp_path, 6), "--limit", "6", "--max-tokens", "16", "--warmup", "1", "--json", out,
+        "--csv", tmp_path / "rows.csv", "--schedule-out", tmp_path / "schedule.json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(out.read_text())
+    section = data["sweep"]
+    cells = {(c["run"], c["level"]): c for c in section["cells"]}
+    assert set(cells) == {(r, lv) for r in ("k=0", "k=2") for lv in ("c=1", "c=2")}
+    for level in ("c=1", "c=2"):
+        cell = cells[("k=2", level)]
+        counters = cell["counters"]
+        # The server's /metrics deltas around the cell equal the sum of its per-request reports.
+        assert counters["drafted"] is not None and counters["drafted"] > 0
+        assert counters["drafted"] == counters["per_request_drafted"]
+        assert counters["accepted"] == counters["per_request_accepted"]
+        assert counters["equal"] is True
+        assert 0 < cell["alpha"] <= 1 and 1 <= cell["tau"] <= 3
+        assert cell["e_first"] is not None and cell["e_end"] is not None
+        assert cell["e"] is not None and min(cell["e_first"], cell["e_end"]) <= cell["e"] <= max(
+            cell["e_first"], cell["e_end"])  # fmt: skip
+        assert cell["ttft_ms"]["p50"] > 0 and cell["requests"] == 6
+    assert [d["level"] for d in section["drift"]] == ["c=1", "c=2"]
+    best = {b["level"]: b["k"] for b in section["best"]}
+    assert set(best.values()) <= {0, 2}
+    schedule = json.loads((tmp_path / "schedule.json").read_text())
+    assert schedule == section["schedule"]["speculative_config"]
+    assert schedule["num_speculative_tokens_per_batch_size"][0][0] == 1
+    assert [c["draft"] for c in data["candidates"]].count("k=2") == 2
+    rows = (tmp_path / "rows.csv").read_text().splitlines()
+    assert len(rows) == 1 + 6 * 2 * 3  # header + 6 requests × 2 levels × (k=0, k=2, k=0 again)
+    for run in section["configurations"]:
+        assert run["status"] == "ok" and gone(run["pid"])
+    assert "E_meas(k, level)" in result.stdout and "schedule:" in result.stdout

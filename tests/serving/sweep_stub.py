@@ -1,0 +1,102 @@
+"""A stand-in server for sweep's failure tests, started by a launch template: ``python sweep_stub.py --port
+{port} --k {k} --pids DIR``. Its behaviour follows k:
+
+- k = 0: a well-behaved OpenAI streaming server; it also starts a child (``sleep``) in its process group,
+  whose pid it writes to DIR, so a test can see that stopping the server stops its children;
+- k = 1: serves 3 requests normally, then dies (exit code 1) in the middle of the next one;
+- k = 2: up, but /health answers 503 for ever;
+- k = 3: prints one line and exits with code 3 before listening.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+def sse(obj: Any) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--k", type=int, required=True)
+    parser.add_argument("--pids", type=Path, required=True)
+    args = parser.parse_args()
+    if args.k == 3:
+        print("stub: refusing to start with k=3 (unsupported draft length)", flush=True)
+        sys.exit(3)
+    args.pids.mkdir(parents=True, exist_ok=True)
+    if args.k == 0:
+        child = subprocess.Popen(["sleep", "300"])
+        (args.pids / f"child-{args.port}").write_text(str(child.pid))
+    served = 0
+
+    async def health(request: Request) -> Response:
+        return Response(status_code=503 if args.k == 2 else 200)
+
+    async def models(request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+    async def completions(request: Request) -> Response:
+        nonlocal served
+        served += 1
+        dying = args.k == 1 and served > 3
+
+        async def body() -> Any:
+            for i in range(4):
+                if dying and i == 2:
+                    os._exit(1)
+                yield sse(
+                    {
+                        "id": "c",
+                        "object": "text_completion",
+                        "choices": [{"index": 0, "text": f" w{i}", "finish_reason": None}],
+                        "usage": {"prompt_tokens": 3, "completion_tokens": i + 1, "total_tokens": i + 4},
+                    }
+                )
+                await asyncio.sleep(0.005)
+            yield sse(
+                {
+                    "id": "c",
+                    "object": "text_completion",
+                    "choices": [{"index": 0, "text": "", "finish_reason": "length"}],
+                }
+            )
+            yield sse(
+                {
+                    "id": "c",
+                    "object": "text_completion",
+                    "choices": [],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+                }
+            )
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    app = Starlette(
+        routes=[
+            Route("/health", health),
+            Route("/v1/models", models),
+            Route("/v1/completions", completions, methods=["POST"]),
+        ]
+    )
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
