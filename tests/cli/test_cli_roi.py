@@ -66,3 +66,34 @@ def test_speedup_from_a_result_file(tmp_path: Path) -> None:
 def test_errors_are_one_line(args: list[str], message: str) -> None:
     res = runner.invoke(app, ["roi", *args])
     assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output
+
+
+def test_roi_from_sweep(tmp_path: Path) -> None:
+    sweep = {
+        "kind": "sweep",
+        "sweep": {
+            "best": [{"level": "c=1", "k": 4, "e": 2.0}],
+            "capacity": {
+                "source": "slo", "slo": "ttft_p99_ms=500", "assumption": "highest level meeting the SLO",
+                "baseline": {"run": "k=0", "level": "c=8", "requests_per_s": 1.0},
+                "speculative": {"run": "k=4", "level": "c=16", "requests_per_s": 2.5},
+            },
+        },
+    }  # fmt: skip
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(sweep))
+    out = tmp_path / "roi.json"
+    result = CliRunner().invoke(app, ["roi", "--from-sweep", str(path), "--traffic", "10", "--price-baseline",
+                                      "4", "--price-speculative", "7", "--json", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "10 → 4" in result.stdout  # measured: ⌈10 / 2.5⌉
+    assert "10 → 5" in result.stdout  # batch-1: E = 2 at c=1 gives ⌈10 / (1 · 2)⌉
+    data = json.loads(out.read_text())
+    assert (data["instances_before"], data["instances_after"]) == (10, 4)
+    args = ["roi", "--from-sweep", str(path), "--price-baseline", "4"]
+    bad = CliRunner().invoke(app, args)
+    assert bad.exit_code == 2 and "--traffic" in bad.stderr
+    bad = CliRunner().invoke(app, [*args, "--traffic", "-1"])
+    assert bad.exit_code == 2 and "--traffic" in bad.stderr
+    bad = CliRunner().invoke(app, [*args, "--traffic", "1", "--speedup", "2"])
+    assert bad.exit_code == 2 and "drop RUN" in bad.stderr

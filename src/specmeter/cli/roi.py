@@ -86,14 +86,27 @@ def roi(
     candidate: str | None = typer.Option(
         None, "--candidate", help="draft or draft@k (default: best E_meas)."
     ),
-    monthly_tokens: str = typer.Option(..., "--monthly-tokens", help="Tokens served per month, e.g. 3B."),
-    baseline_throughput: float = typer.Option(
-        ..., "--baseline-throughput", help="Tokens/s one baseline instance sustains."
+    monthly_tokens: str | None = typer.Option(
+        None, "--monthly-tokens", help="Tokens served per month, e.g. 3B."
     ),
-    baseline_price: float = typer.Option(..., "--baseline-price", help="Baseline instance price per hour."),
+    baseline_throughput: float | None = typer.Option(
+        None, "--baseline-throughput", help="Tokens/s one baseline instance sustains."
+    ),
+    baseline_price: float | None = typer.Option(
+        None, "--baseline-price", "--price-baseline", help="Baseline instance price per hour."
+    ),
     spec_price: float | None = typer.Option(
-        None, "--spec-price", help="Price per hour of the instance holding target + draft (default: same)."
+        None,
+        "--spec-price",
+        "--price-speculative",
+        help="Price per hour of the instance holding target + draft (default: same).",
     ),
+    from_sweep: Path | None = typer.Option(
+        None,
+        "--from-sweep",
+        help="A sweep result: instances needed at its measured capacity (with --traffic).",
+    ),
+    traffic: float | None = typer.Option(None, "--traffic", help="--from-sweep: requests/s to serve."),
     engineering_cost: str = typer.Option("0", "--engineering-cost", help="One-off cost of adopting it."),
     horizon_months: float = typer.Option(12.0, "--horizon-months", help="Months of savings ROI counts."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
@@ -108,6 +121,30 @@ def roi(
     from specmeter.report.files import write_json_atomic
     from specmeter.store import StoreError, load_source
 
+    if from_sweep is not None:
+        from specmeter.cli.roi_sweep import roi_from_sweep
+
+        if (
+            run is not None
+            or speedup is not None
+            or monthly_tokens is not None
+            or baseline_throughput is not None
+        ):
+            fail("--from-sweep takes capacities from the sweep: drop RUN, --speedup, --monthly-tokens and "
+                 "--baseline-throughput")  # fmt: skip
+        if traffic is None or baseline_price is None:
+            fail("--from-sweep needs --traffic (requests/s) and --price-baseline")
+        check_outputs({"--json": json_out}, {"--from-sweep": from_sweep})
+        roi_from_sweep(
+            from_sweep, traffic, baseline_price, spec_price, engineering_cost, horizon_months, json_out
+        )
+        return
+    if traffic is not None:
+        fail("--traffic goes with --from-sweep")
+    if monthly_tokens is None or baseline_throughput is None or baseline_price is None:
+        fail(
+            "give --monthly-tokens, --baseline-throughput, --baseline-price (or --from-sweep with --traffic)"
+        )
     check_outputs({"--json": json_out}, run_inputs([run], store))
     source_text = "given"
     if speedup is None:

@@ -26,7 +26,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["HOURS_PER_MONTH", "RoiInputs", "RoiResult", "compute_roi", "price_ratio_for_saving"]
+__all__ = [
+    "HOURS_PER_MONTH",
+    "Money",
+    "RoiInputs",
+    "RoiResult",
+    "compute_roi",
+    "money",
+    "price_ratio_for_saving",
+]
 
 HOURS_PER_MONTH = 730.0  # 365 · 24 / 12
 
@@ -85,30 +93,73 @@ class RoiResult:
         return self.hours_after / HOURS_PER_MONTH
 
 
-def compute_roi(inputs: RoiInputs) -> RoiResult:
-    inputs.check()
-    hours_before = inputs.monthly_tokens / (inputs.baseline_throughput * 3600.0)
-    hours_after = hours_before / inputs.speedup
-    cost_before = hours_before * inputs.baseline_price
-    saved = (hours_before - hours_after) * inputs.baseline_price
-    extra = hours_after * (inputs.spec_price - inputs.baseline_price)
+@dataclass(frozen=True)
+class Money:
+    """The field report's money figures for instance-hours before and after (one month)."""
+
+    cost_before: float
+    cost_after: float
+    gpu_time_saved: float  # (H_before − H_after) · price_baseline
+    extra_memory_cost: float  # H_after · (price_spec − price_baseline)
+    monthly_savings: float
+    savings_fraction: float | None
+    roi: float | None
+    payback_months: float | None
+
+
+def money(
+    hours_before: float,
+    hours_after: float,
+    baseline_price: float,
+    spec_price: float,
+    engineering_cost: float,
+    horizon_months: float,
+) -> Money:
+    """ROI = (GPU-time cost saved − extra memory cost) / engineering cost, from monthly instance-hours.
+
+    The one place of the formula: ``compute_roi`` (hours from a speedup) and ``capacityroi`` (hours from
+    instances needed at a measured capacity) both price hours through it.
+    """
+    cost_before = hours_before * baseline_price
+    saved = (hours_before - hours_after) * baseline_price
+    extra = hours_after * (spec_price - baseline_price)
     savings = saved - extra
-    roi = None
-    if inputs.engineering_cost > 0:
-        roi = inputs.horizon_months * savings / inputs.engineering_cost
-    payback = None if savings <= 0 else inputs.engineering_cost / savings
-    return RoiResult(
-        inputs=inputs,
-        hours_before=hours_before,
-        hours_after=hours_after,
+    return Money(
         cost_before=cost_before,
-        cost_after=hours_after * inputs.spec_price,
+        cost_after=hours_after * spec_price,
         gpu_time_saved=saved,
         extra_memory_cost=extra,
         monthly_savings=savings,
         savings_fraction=savings / cost_before if cost_before > 0 else None,
-        roi=roi,
-        payback_months=payback,
+        roi=horizon_months * savings / engineering_cost if engineering_cost > 0 else None,
+        payback_months=None if savings <= 0 else engineering_cost / savings,
+    )
+
+
+def compute_roi(inputs: RoiInputs) -> RoiResult:
+    inputs.check()
+    hours_before = inputs.monthly_tokens / (inputs.baseline_throughput * 3600.0)
+    hours_after = hours_before / inputs.speedup
+    m = money(
+        hours_before,
+        hours_after,
+        inputs.baseline_price,
+        inputs.spec_price,
+        inputs.engineering_cost,
+        inputs.horizon_months,
+    )
+    return RoiResult(
+        inputs=inputs,
+        hours_before=hours_before,
+        hours_after=hours_after,
+        cost_before=m.cost_before,
+        cost_after=m.cost_after,
+        gpu_time_saved=m.gpu_time_saved,
+        extra_memory_cost=m.extra_memory_cost,
+        monthly_savings=m.monthly_savings,
+        savings_fraction=m.savings_fraction,
+        roi=m.roi,
+        payback_months=m.payback_months,
     )
 
 
