@@ -135,9 +135,8 @@ def roi(
         if traffic is None or baseline_price is None:
             fail("--from-sweep needs --traffic (requests/s) and --price-baseline")
         check_outputs({"--json": json_out}, {"--from-sweep": from_sweep})
-        roi_from_sweep(
-            from_sweep, traffic, baseline_price, spec_price, engineering_cost, horizon_months, json_out
-        )
+        cost = parse_amount(engineering_cost, "--engineering-cost")
+        roi_from_sweep(from_sweep, traffic, baseline_price, spec_price, cost, horizon_months, json_out)
         return
     if traffic is not None:
         fail("--traffic goes with --from-sweep")

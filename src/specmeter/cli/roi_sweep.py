@@ -27,11 +27,10 @@ def roi_from_sweep(
     traffic: float,
     baseline_price: float,
     spec_price: float | None,
-    engineering_cost: str,
+    engineering_cost: float,
     horizon_months: float,
     json_out: Path | None,
 ) -> None:
-    from specmeter.cli.roi import parse_amount
     from specmeter.economics.capacityroi import capacity_roi, sweep_capacity
     from specmeter.report.files import write_json_atomic
 
@@ -48,7 +47,7 @@ def roi_from_sweep(
         capacity = sweep_capacity(result, where=str(path))
         r = capacity_roi(
             capacity, traffic, baseline_price, baseline_price if spec_price is None else spec_price,
-            parse_amount(engineering_cost, "--engineering-cost"), horizon_months,
+            engineering_cost, horizon_months,
         )  # fmt: skip
     except ValueError as e:
         message = str(e)
