@@ -15,6 +15,7 @@ from typer.testing import CliRunner, Result
 
 from specmeter.bundled.models import bundled_model
 from specmeter.cli.app import app
+from specmeter.engine.schedule import KSchedule
 from specmeter.workloads.bundled import bundled_prompts
 
 runner = CliRunner()
@@ -104,7 +105,8 @@ def test_sweep_of_specmeter_serve_counters_equal_server_deltas(tmp_path: Path) -
     result = invoke(
         "--launch", launch, "--draft", draft, "--k", "0,2", "--concurrency", "1,2", "--prompts",
         prompts(tmp_path, 6), "--limit", "6", "--max-tokens", "16", "--warmup", "1", "--json", out,
-        "--csv", tmp_path / "rows.csv", "--schedule-out", tmp_path / "schedule.json",
+        "--csv", tmp_path / "rows.csv", "--schedule-out", tmp_path / "schedule.json", "--validate",
+        "--validate-launch", launch.replace("--k {k}", "--k-schedule {schedule}"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     data: dict[str, Any] = json.loads(out.read_text())
@@ -131,8 +133,21 @@ def test_sweep_of_specmeter_serve_counters_equal_server_deltas(tmp_path: Path) -
     assert schedule == section["schedule"]["speculative_config"]
     assert schedule["num_speculative_tokens_per_batch_size"][0][0] == 1
     assert [c["draft"] for c in data["candidates"]].count("k=2") == 2
+    validate = section["validate"]
     rows = (tmp_path / "rows.csv").read_text().splitlines()
-    assert len(rows) == 1 + 6 * 2 * 3  # header + 6 requests × 2 levels × (k=0, k=2, k=0 again)
+    if validate is None:  # speculation never paid before the last baseline run: no schedule to launch
+        assert len(rows) == 1 + 6 * 2 * 3  # header + 6 requests × 2 levels × (k=0, k=2, k=0 again)
+    else:
+        # The schedule's own server ran the ramp; every level has its E and the best static k beside it.
+        assert validate["status"] == "ok"
+        assert [r["level"] for r in validate["levels"]] == ["c=1", "c=2"]
+        for r in validate["levels"]:
+            assert r["e"] is not None and r["best_static_k"] in (0, 2)
+            assert r["k_scheduled"] == KSchedule.parse(validate["schedule"]).k_for(int(r["level"][2:]))
+        assert len(rows) == 1 + 6 * 2 * 4  # … and the schedule's run
+        same = validate["schedule"] == schedule["num_speculative_tokens_per_batch_size"]
+        assert same == (section["schedule"].get("validated") is None)
+        assert "Validation" in result.stdout
     for run in section["configurations"]:
         assert run["status"] == "ok" and gone(run["pid"])
     assert "E_meas(k, level)" in result.stdout and "schedule:" in result.stdout

@@ -248,6 +248,12 @@ def build_view(cfg: SweepConfig, state: SweepRun) -> SweepView:
             cells.append(_cell(entry, e_end))
     best = _best([c for c in cells if c["k"] > 0], levels)
     schedule = _schedule(best, cfg.draft, cfg.method)
+    validated = next((r.config.schedule for r in state.runs if r.config.schedule is not None), None)
+    if schedule is not None and validated is not None:
+        # --validate launched the schedule known before the last baseline run; with both runs in E the best
+        # k may have moved. Both are kept, and said.
+        differs = validated.to_json() != schedule["num_speculative_tokens_per_batch_size"]
+        schedule["validated"] = validated.to_json() if differs else None
     section: dict[str, Any] = {
         "levels": levels,
         "configurations": [r.describe() for r in state.runs],

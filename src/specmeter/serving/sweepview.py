@@ -98,6 +98,12 @@ def render_sweep(result: Mapping[str, Any], console: Console) -> None:
         console.print(
             "  vLLM --speculative-config " + escape(_json(schedule["speculative_config"])), soft_wrap=True
         )
+        if schedule.get("validated"):
+            console.print(
+                f"  (--validate launched {_json(schedule['validated'])}, the schedule before the last baseline "
+                "run; with both baseline runs in E the best k moved)",
+                soft_wrap=True,
+            )
     validate = section.get("validate")
     if validate:
         _render_validate(validate, console)
