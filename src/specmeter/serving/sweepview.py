@@ -100,8 +100,8 @@ def render_sweep(result: Mapping[str, Any], console: Console) -> None:
         )
         if schedule.get("validated"):
             console.print(
-                f"  (--validate launched {_json(schedule['validated'])}, the schedule before the last baseline "
-                "run; with both baseline runs in E the best k moved)",
+                f"  (--validate launched {_json(schedule['validated'])}, the schedule before the last "
+                "baseline run; with both baseline runs in E the best k moved)",
                 soft_wrap=True,
             )
     validate = section.get("validate")
