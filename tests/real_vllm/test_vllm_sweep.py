@@ -78,7 +78,8 @@ def test_vllm_accepts_the_schedule_sweep_writes(tmp_path: Path) -> None:
     spec = spec_config(schedule.max_k, str(DRAFT), schedule, "draft_model")
     cmd = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(TARGET),
-        "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512", "--speculative-config", spec, *ENGINE,
+        "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512",
+        "--speculative-config", spec, *ENGINE,
     ]  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     with server_process(cmd, url, tmp_path / "server.log", name="vLLM (schedule)", startup_s=420, env=env()):
