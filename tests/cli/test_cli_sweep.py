@@ -5,6 +5,8 @@ per-cell counters equal the server's own deltas."""
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -151,3 +153,13 @@ def test_sweep_of_specmeter_serve_counters_equal_server_deltas(tmp_path: Path) -
     for run in section["configurations"]:
         assert run["status"] == "ok" and gone(run["pid"])
     assert "E_meas(k, level)" in result.stdout and "schedule:" in result.stdout
+    # Into the run store, every request with it; and the HTML report shows the matrix.
+    with sqlite3.connect(os.environ["SPECMETER_STORE"]) as db:
+        ((kind, status, result_json),) = db.execute("SELECT kind, status, result_json FROM runs").fetchall()
+        (requests,) = db.execute("SELECT COUNT(*) FROM requests").fetchone()
+    assert (kind, status) == ("sweep", "complete") and requests == len(rows) - 1
+    assert json.loads(result_json)["sweep"]["cells"] == section["cells"]
+    html = tmp_path / "r.html"
+    report = runner.invoke(app, ["report", str(out), "-o", str(html)])
+    assert report.exit_code == 0, report.output
+    assert "Sweep: E_meas(k, level)" in html.read_text()

@@ -25,6 +25,7 @@ from specmeter.cli.common import (
     err_console,
     fail,
     parse_int_list,
+    resolve_store,
 )
 from specmeter.exitcodes import EXIT_FAILED
 
@@ -123,6 +124,10 @@ def sweep(
     csv_out: Path | None = typer.Option(None, "--csv", help="One CSV row per request."),
     log_out: Path | None = typer.Option(None, "--log", help="Per-request JSONL log."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no tables."),
+    store: Path | None = typer.Option(
+        None, "--store", help="Run store (default: $SPECMETER_STORE or data dir)."
+    ),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not record the sweep in the run store."),
 ) -> None:
     """Sweep real servers over k × load level: E_meas with drift, α/τ from the server, best k, schedule."""
     from specmeter.serving.launch import LaunchError, check_template
@@ -187,8 +192,15 @@ def sweep(
             json_out.with_name(json_out.stem + "-logs") if json_out is not None
             else Path(tempfile.mkdtemp(prefix="specmeter-sweep-"))
         )  # fmt: skip
+    stored = resolve_store(store, no_store)
     check_outputs(
-        {"--json": json_out, "--csv": csv_out, "--log": log_out, "--schedule-out": schedule_out},
+        {
+            "--json": json_out,
+            "--csv": csv_out,
+            "--log": log_out,
+            "--schedule-out": schedule_out,
+            "--store": stored,
+        },
         {"--prompts": prompts},
         directories={"--logs": logs_dir},
     )
@@ -249,20 +261,21 @@ def sweep(
         "validate": validate,
         "logs": str(logs_dir),
     }
-    code = _run(cfg, config, json_out, csv_out, log_out, schedule_out, quiet)
+    code = _run(cfg, config, json_out, csv_out, log_out, schedule_out, quiet, stored)
     if code:
         raise typer.Exit(code)
 
 
 def _run(
     cfg: Any, config: dict[str, Any], json_out: Path | None, csv_out: Path | None, log_out: Path | None,
-    schedule_out: Path | None, quiet: bool,
+    schedule_out: Path | None, quiet: bool, store: Path | None,
 ) -> int:  # fmt: skip
     from specmeter.report.files import write_json_atomic
     from specmeter.serving.launch import sigterm_as_interrupt
     from specmeter.serving.sweepresult import build_view, schedule_from_section
     from specmeter.serving.sweeprun import SweepAborted, execute_sweep
     from specmeter.serving.sweepview import render_sweep
+    from specmeter.store import StoreError
 
     def say(line: str) -> None:
         if not quiet:
@@ -274,11 +287,13 @@ def _run(
             result, _ = asyncio.run(
                 execute_sweep(
                     cfg, config=config, build=build_view, json_out=json_out, csv_out=csv_out, log_out=log_out,
-                    say=say, schedule_of=schedule_from_section,
+                    say=say, schedule_of=schedule_from_section, store=store,
                 )
             )  # fmt: skip
     except SweepAborted as e:
         fail(str(e), code=EXIT_FAILED)
+    except StoreError as e:
+        fail(str(e))
     except KeyboardInterrupt:
         err_console.print(
             "[yellow]Interrupted; the server in flight is stopped, every finished level is in the result"

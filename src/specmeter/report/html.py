@@ -55,6 +55,7 @@ from specmeter.report.html_charts import (
 )
 from specmeter.report.html_machine import machine_section
 from specmeter.report.html_svg import esc
+from specmeter.report.html_sweep import sweep_section
 
 __all__ = ["render_report", "write_report"]
 
@@ -382,6 +383,7 @@ def render_report(
         *(f"<p class='verdict warn'>{esc(n)}</p>" for n in all_notes),
         f"<p class='verdict {cls}'>{esc(line.plain)}</p>",
         *(["<h2>Load levels</h2>", load] if (load := _load_table(result)) else []),
+        *sweep_section(result),
         "<h2>Candidates</h2>",
         _candidates_table(result),
         _failures_section(records),

@@ -124,7 +124,7 @@ async def run_config(
     phases: Sequence[Phase],
     runner: LevelRunner,
     http: httpx.AsyncClient,
-    sink: RequestSink,
+    sink: Any,
     publish: Callable[[], None],
     index: int,
     say: Callable[[str], None],
@@ -211,6 +211,7 @@ async def execute_sweep(
     make_search: Callable[..., Any] | None = None,
     schedule_of: Callable[[Mapping[str, Any]], KSchedule | None] | None = None,
     hygiene: bool = True,
+    store: Path | None = None,
 ) -> tuple[dict[str, Any], SweepRun]:
     """Run the sweep; ``build(cfg, state)`` turns the state into the result (``sweepresult.build_view``):
     its ``section`` (the ``sweep`` section) and its ``entries`` (one candidate entry per cell).
@@ -218,7 +219,10 @@ async def execute_sweep(
     Returns the result dict (also saved to ``json_out``) and the state. Raises :class:`SweepAborted` when
     the first baseline cannot be measured (the file is saved first).
     """
+    from specmeter.store import RunRecorder
+
     result = ResultFile(json_out, kind="sweep", config=config)
+    recorder = RunRecorder.start(store, result.to_dict())  # StoreError: before anything runs
     state = SweepRun()
     http = httpx.AsyncClient()
     runner = LevelRunner(cfg.load, http)
@@ -231,9 +235,11 @@ async def execute_sweep(
             draft, k, summary, by_category = (fields.pop(f) for f in ("draft", "k", "summary", "by_category"))
             result.add_candidate(draft, k, summary, by_category, key=CELL_KEY, **fields)
         result.set_section("sweep", view.section)
+        recorder.save(result.to_dict())
 
     try:
-        with RequestSink(csv_out, log_out) as sink:
+        with RequestSink(csv_out, log_out) as raw_sink:
+            sink = _Recorded(raw_sink, recorder)
             await runner.start()
             if hygiene:
                 watch = MachineWatch.start()
@@ -280,20 +286,36 @@ async def execute_sweep(
         _close_watch(result, watch)
         publish()
         result.finish()
+        recorder.finish(result.to_dict())
+        if recorder.recorded:
+            say(f"recorded as run {recorder.run_id} in {recorder.path}")
     except (asyncio.CancelledError, KeyboardInterrupt):
         _close_watch(result, watch)
         with contextlib.suppress(Exception):
             publish()
+        recorder.finish(result.to_dict(), complete=False)
         raise
     except SweepAborted:
         _close_watch(result, watch)
         publish()
+        recorder.finish(result.to_dict(), complete=False)
         raise
     finally:
         _close_watch(None, watch)
         await runner.aclose()
         await http.aclose()
     return result.to_dict(), state
+
+
+class _Recorded:
+    """The per-request sink that also records each request into the run store."""
+
+    def __init__(self, sink: RequestSink, recorder: Any) -> None:
+        self.sink, self.recorder = sink, recorder
+
+    def write(self, label: str, draft: str | None, k: int, record: Any) -> None:
+        self.sink.write(label, draft, k, record)
+        self.recorder.add_request(label, draft, k, record)
 
 
 def _close_watch(result: ResultFile | None, watch: MachineWatch | None) -> None:
