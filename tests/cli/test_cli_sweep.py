@@ -5,6 +5,7 @@ per-cell counters equal the server's own deltas."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -163,3 +164,46 @@ def test_sweep_of_specmeter_serve_counters_equal_server_deltas(tmp_path: Path) -
     report = runner.invoke(app, ["report", str(out), "-o", str(html)])
     assert report.exit_code == 0, report.output
     assert "Sweep: E_meas(k, level)" in html.read_text()
+
+
+def test_slo_capacity_search_and_roi(tmp_path: Path) -> None:
+    # The stub refuses requests beyond 3 in flight without speculation, 6 with (k=4): capacity 3 → 6.
+    out = tmp_path / "sweep.json"
+    result = invoke(
+        "--launch", f"{sys.executable} {STUB} --port {{port}} --k {{k}} --pids {tmp_path}", "--k", "0,4",
+        "--concurrency", "1,2", "--prompts", prompts(tmp_path, 4), "--limit", "8", "--warmup", "0",
+        "--max-tokens", "4", "--slo", "ttft_p99_ms=60000", "--search", "concurrency", "--search-range", "1:8",
+        "--no-rerun-baseline", "--json", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    section = json.loads(out.read_text())["sweep"]
+    capacity = section["capacity"]
+    blocks = capacity["configurations"]
+    assert (blocks["k=0"]["capacity"], blocks["k=0"]["first_failing"]) == (3, 4)
+    assert (blocks["k=4"]["capacity"], blocks["k=4"]["first_failing"]) == (6, 7)
+    assert capacity["speculative"]["run"] == "k=4"
+    assert "moves SLO capacity from 3 to 6 concurrent requests" in capacity["headline"]
+    assert "moves SLO capacity" in result.stdout
+    loads = [p["load"] for p in blocks["k=0"]["probes"]]
+    assert loads[:2] == [1, 8] and len(loads) == len(set(loads)) <= 6  # bisection, each level once
+    for cell in section["cells"]:  # every grid cell judged against the SLO: all met at c ≤ 2
+        assert cell["slo"]["attainment"]["share"] == 1.0
+    # roi --from-sweep sizes the fleet with the goodput at each capacity.
+    base_rps, spec_rps = blocks["k=0"]["requests_per_s"], blocks["k=4"]["requests_per_s"]
+    roi = runner.invoke(app, ["roi", "--from-sweep", str(out), "--traffic", "100", "--price-baseline", "4",
+                              "--json", str(tmp_path / "roi.json")])  # fmt: skip
+    assert roi.exit_code == 0, roi.output
+    data = json.loads((tmp_path / "roi.json").read_text())
+    assert data["instances_before"] == math.ceil(100 / base_rps)
+    assert data["instances_after"] == math.ceil(100 / spec_rps)
+
+
+def test_slo_option_mistakes(tmp_path: Path) -> None:
+    p = prompts(tmp_path, 2)
+    base = ["--launch", "s --port {port} --k {k}", "--prompts", str(p), "--concurrency", "1,4"]
+    assert_usage_error(invoke(*base, "--slo", "ttft=5"), "--slo", "ttft")
+    assert_usage_error(invoke(*base, "--search", "concurrency"), "--search needs --slo")
+    assert_usage_error(invoke(*base, "--slo", "ttft_p99_ms=5", "--search", "batch"), "--search")
+    searching = [*base, "--slo", "ttft_p99_ms=5", "--search", "concurrency"]
+    assert_usage_error(invoke(*searching, "--search-range", "8:2"), "--search-range")
+    assert_usage_error(invoke(*base, "--slo", "ttft_p99_ms=5", "--target", "1.5"), "--target")

@@ -5,7 +5,11 @@
   whose pid it writes to DIR, so a test can see that stopping the server stops its children;
 - k = 1: serves 3 requests normally, then dies (exit code 1) in the middle of the next one;
 - k = 2: up, but /health answers 503 for ever;
-- k = 3: prints one line and exits with code 3 before listening.
+- k = 3: prints one line and exits with code 3 before listening;
+- k = 4: well-behaved, like k = 0 without the child.
+
+Capacity without timing: k = 0 answers HTTP 503 to a request arriving while 3 are already in flight, k = 4
+while 6 are, so an SLO (failed requests never meet one) is met at concurrency ≤ 3 and ≤ 6 respectively.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ def main() -> None:
         child = subprocess.Popen(["sleep", "300"])
         (args.pids / f"child-{args.port}").write_text(str(child.pid))
     served = 0
+    in_flight = 0
+    room = {0: 3, 4: 6}.get(args.k, 1000)
 
     async def health(request: Request) -> Response:
         return Response(status_code=503 if args.k == 2 else 200)
@@ -52,11 +58,22 @@ def main() -> None:
         return JSONResponse({"object": "list", "data": [{"id": "stub", "object": "model"}]})
 
     async def completions(request: Request) -> Response:
-        nonlocal served
+        nonlocal served, in_flight
         served += 1
         dying = args.k == 1 and served > 3
+        if in_flight >= room:
+            return JSONResponse({"error": {"message": "busy"}}, status_code=503)
+        in_flight += 1
 
         async def body() -> Any:
+            nonlocal in_flight
+            try:
+                async for part in stream():
+                    yield part
+            finally:
+                in_flight -= 1
+
+        async def stream() -> Any:
             for i in range(4):
                 if dying and i == 2:
                     os._exit(1)
@@ -68,7 +85,7 @@ def main() -> None:
                         "usage": {"prompt_tokens": 3, "completion_tokens": i + 1, "total_tokens": i + 4},
                     }
                 )
-                await asyncio.sleep(0.005)
+                await asyncio.sleep(0.03)
             yield sse(
                 {
                     "id": "c",

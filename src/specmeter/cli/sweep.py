@@ -10,6 +10,7 @@ every level, and is stopped (SIGTERM, then SIGKILL); the baseline runs first and
 from __future__ import annotations
 
 import asyncio
+import math
 import tempfile
 from pathlib import Path
 from typing import Any, cast
@@ -56,8 +57,6 @@ def _endpoints(values: list[str]) -> dict[int, str]:
 
 
 def _rates(value: str) -> list[float]:
-    import math
-
     out = []
     for part in value.split(","):
         try:
@@ -68,6 +67,48 @@ def _rates(value: str) -> list[float]:
             fail(f"--rate: {part.strip()} must be a finite number > 0 (requests per second)")
         out.append(rate)
     return sorted(set(out))
+
+
+def _slo_options(
+    slo: str | None, search: str | None, search_range: str | None, target: float, max_steps: int, phases: Any
+) -> tuple[Any, Any]:
+    """The SLO and the capacity search from the options; one-line errors naming them."""
+    from specmeter.metrics.slo import SLO, SLOError
+    from specmeter.serving.sweepconfig import SearchSettings
+
+    check_range("--target", target, low=0, low_open=True, high=1)
+    if max_steps < 2:
+        fail(f"--max-steps must be >= 2 (both bounds), got {max_steps}")
+    if slo is None:
+        if search is not None or search_range is not None:
+            fail("--search needs --slo: capacity is the highest load whose requests meet it")
+        return None, None
+    try:
+        spec = SLO.parse(slo)
+    except SLOError as e:
+        fail(str(e))
+    if search is None:
+        if search_range is not None:
+            fail("--search-range goes with --search")
+        return spec, None
+    if search not in ("concurrency", "rate"):
+        fail(f"--search: {search!r} is not one of concurrency, rate")
+    loads = [p.concurrency if p.concurrency is not None else p.rate for p in phases]
+    if search_range is None:
+        low, high = min(loads), max(loads)
+        if low == high:
+            fail("--search: give --search-range LOW:HIGH (the levels span a single load)")
+    else:
+        lo_text, sep, hi_text = search_range.partition(":")
+        try:
+            low, high = float(lo_text), float(hi_text)
+        except ValueError:
+            fail(f"--search-range: {search_range!r} is not LOW:HIGH, e.g. 1:64")
+        if not sep or not 0 < low < high or not math.isfinite(high):
+            fail(f"--search-range: {search_range!r} needs 0 < LOW < HIGH")
+    if search == "concurrency" and (low != int(low) or high != int(high)):
+        fail(f"--search-range: concurrency bounds are whole numbers, got {search_range}")
+    return spec, SearchSettings(cast(Any, search), float(low), float(high), target, max_steps)
 
 
 def sweep(
@@ -117,6 +158,19 @@ def sweep(
     validate_launch: str | None = typer.Option(
         None, "--validate-launch", help="The schedule's command (default: --launch)."
     ),
+    slo: str | None = typer.Option(
+        None, "--slo", help="Per-request limits: ttft_p99_ms=…,tpot_p99_ms=…,gap_p99_ms=… (any subset)."
+    ),
+    search: str | None = typer.Option(
+        None, "--search", help="With --slo: search each configuration's capacity over concurrency or rate."
+    ),
+    search_range: str | None = typer.Option(
+        None,
+        "--search-range",
+        help="LOW:HIGH bounds of --search (default: the levels' smallest and largest).",
+    ),
+    target: float = typer.Option(0.95, "--target", help="Attainment that capacity must keep (0 to 1]."),
+    max_steps: int = typer.Option(6, "--max-steps", help="--search: levels run at most per configuration."),
     schedule_out: Path | None = typer.Option(
         None, "--schedule-out", help="Write the schedule as vLLM --speculative-config JSON."
     ),
@@ -187,6 +241,7 @@ def sweep(
         phases = [Phase(concurrency=c) for c in parse_int_list(concurrency or "1", "--concurrency")]
     if validate and rate is not None:
         fail("--validate ramps across batch sizes: use --concurrency levels")
+    slo_spec, search_settings = _slo_options(slo, search, search_range, target, max_steps, phases)
     if logs_dir is None:
         logs_dir = (
             json_out.with_name(json_out.stem + "-logs") if json_out is not None
@@ -236,6 +291,9 @@ def sweep(
         rerun_baseline=not no_rerun,
         validate=validate,
         validate_template=validate_launch,
+        slo=slo_spec,
+        slo_target=target,
+        search=search_settings,
     )
     config = {
         "launch": launch,
@@ -260,6 +318,16 @@ def sweep(
         "rerun_baseline": not no_rerun,
         "validate": validate,
         "logs": str(logs_dir),
+        "slo": None if slo_spec is None else slo_spec.text(),
+        "target": target,
+        "search": None
+        if search_settings is None
+        else {
+            "kind": search_settings.kind,
+            "low": search_settings.low,
+            "high": search_settings.high,
+            "max_steps": search_settings.max_steps,
+        },
     }
     code = _run(cfg, config, json_out, csv_out, log_out, schedule_out, quiet, stored)
     if code:
@@ -272,6 +340,7 @@ def _run(
 ) -> int:  # fmt: skip
     from specmeter.report.files import write_json_atomic
     from specmeter.serving.launch import sigterm_as_interrupt
+    from specmeter.serving.sweepcapacity import make_search
     from specmeter.serving.sweepresult import build_view, schedule_from_section
     from specmeter.serving.sweeprun import SweepAborted, execute_sweep
     from specmeter.serving.sweepview import render_sweep
@@ -287,7 +356,7 @@ def _run(
             result, _ = asyncio.run(
                 execute_sweep(
                     cfg, config=config, build=build_view, json_out=json_out, csv_out=csv_out, log_out=log_out,
-                    say=say, schedule_of=schedule_from_section, store=store,
+                    say=say, schedule_of=schedule_from_section, store=store, make_search=make_search,
                 )
             )  # fmt: skip
     except SweepAborted as e:

@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from specmeter.engine.schedule import KSchedule
+from specmeter.metrics.slo import DEFAULT_ATTAINMENT, SLO
 from specmeter.serving.loadconfig import LoadConfig
-
-if TYPE_CHECKING:
-    from specmeter.metrics.slo import SLO
 
 __all__ = ["BASELINE_NAME", "SearchSettings", "ServerConfig", "SweepConfig", "config_name"]
 
@@ -76,6 +74,7 @@ class SweepConfig:
     logs_dir: Path = field(default_factory=lambda: Path("sweep-logs"))
     rerun_baseline: bool = True  # A … A: the baseline again at the end, for drift
     slo: SLO | None = None
+    slo_target: float = DEFAULT_ATTAINMENT  # capacity's attainment target (--search carries its own)
     search: SearchSettings | None = None
     validate: bool = False  # launch the resulting schedule and ramp across its switch points
     validate_template: str | None = None  # the template for the schedule (default: the speculative one)

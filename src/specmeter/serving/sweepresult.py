@@ -32,6 +32,7 @@ from specmeter.engine.schedule import KSchedule, ScheduleError
 from specmeter.serving.loadconfig import Phase
 from specmeter.serving.loadlevel import PhaseResult, RoleResult
 from specmeter.serving.loadresult import level_entry
+from specmeter.serving.sweepcapacity import capacity_section, level_slo
 from specmeter.serving.sweepconfig import BASELINE_NAME, SweepConfig
 from specmeter.serving.sweeprun import END, ConfigRun, SweepRun
 
@@ -245,7 +246,10 @@ def build_view(cfg: SweepConfig, state: SweepRun) -> SweepView:
             if end is not None and label in end.levels and not run.config.baseline:
                 s = _entry(run, label, end.levels[label], cfg)["summary"]
                 e_end = (_num(s.get("speedup_measured")), s.get("speedup_measured_ci"))
-            cells.append(_cell(entry, e_end))
+            cell = _cell(entry, e_end)
+            if cfg.slo is not None:
+                cell["slo"] = level_slo(cfg.slo, run.levels[label])
+            cells.append(cell)
     best = _best([c for c in cells if c["k"] > 0], levels)
     schedule = _schedule(best, cfg.draft, cfg.method)
     validated = next((r.config.schedule for r in state.runs if r.config.schedule is not None), None)
@@ -271,48 +275,6 @@ def build_view(cfg: SweepConfig, state: SweepRun) -> SweepView:
         "capacity": capacity_section(cfg, state, cells),
     }
     return SweepView(section, entries)
-
-
-THROUGHPUT_ASSUMPTION = (
-    "no --slo: capacity is the highest completed requests/s measured at any level, whatever the latency; "
-    "requests like the golden set, on the machine the sweep ran on"
-)
-
-
-def _peak(cells: Sequence[Mapping[str, Any]], run: str) -> dict[str, Any] | None:
-    mine = [c for c in cells if c["run"] == run and _num(c.get("requests_per_s")) is not None]
-    top = max(mine, key=lambda c: c["requests_per_s"], default=None)
-    if top is None:
-        return None
-    return {"run": run, "k": top["k"], "level": top["level"], "requests_per_s": top["requests_per_s"]}
-
-
-def capacity_section(
-    cfg: SweepConfig, state: SweepRun, cells: Sequence[Mapping[str, Any]]
-) -> dict[str, Any] | None:
-    """What one instance serves per configuration, and the headline; without an SLO, its peak throughput."""
-    runs = list(dict.fromkeys(c["run"] for c in cells))
-    if BASELINE_NAME not in runs:
-        return None
-    per_run = {run: _peak(cells, run) for run in runs}
-    base = per_run.get(BASELINE_NAME)
-    specs = [v for r, v in per_run.items() if r != BASELINE_NAME and v is not None]
-    spec = max(specs, key=lambda v: v["requests_per_s"], default=None)
-    headline = None
-    if base is not None and spec is not None:
-        headline = (
-            f"peak throughput (no SLO): {base['requests_per_s']:.2f} req/s without speculation "
-            f"({base['level']}), {spec['requests_per_s']:.2f} req/s with {spec['run']} ({spec['level']})"
-        )
-    return {
-        "source": "throughput",
-        "slo": None,
-        "assumption": THROUGHPUT_ASSUMPTION,
-        "configurations": per_run,
-        "baseline": base,
-        "speculative": spec,
-        "headline": headline,
-    }
 
 
 def _validate(

@@ -70,15 +70,22 @@ def render_sweep(result: Mapping[str, Any], console: Console) -> None:
         "counters",
     ):
         figures.add_column(name, justify="left" if name in ("config", "level") else "right")
+    judged = any(c.get("slo") for c in cells)
+    if judged:
+        figures.add_column("SLO met [95% CI]", justify="right")
+        figures.add_column("goodput req/s", justify="right")
     for c in cells:
         counters = c.get("counters") or {}
         equal = counters.get("equal")
-        figures.add_row(
+        row = [
             c["run"], c["level"], _f(c.get("alpha")), _f(c.get("tau")), _pct(c.get("ttft_ms")),
             _pct(c.get("tpot_ms")), _pct(c.get("gap_ms")), _f(c.get("stalls"), 0),
             _f(c.get("requests_per_s")), _f(c.get("effective_concurrency"), 1),
             DASH if equal is None else ("= server" if equal else "≠ server"),
-        )  # fmt: skip
+        ]  # fmt: skip
+        if judged:
+            row += _slo_cells(c.get("slo") or {})
+        figures.add_row(*row)
     console.print(figures)
 
     for d in section.get("drift") or []:
@@ -110,6 +117,13 @@ def render_sweep(result: Mapping[str, Any], console: Console) -> None:
     capacity = section.get("capacity")
     if capacity and capacity.get("headline"):
         console.print(f"[bold]{escape(capacity['headline'])}[/]", soft_wrap=True)
+
+
+def _slo_cells(slo: Mapping[str, Any]) -> list[str]:
+    share = (slo.get("attainment") or {}).get("share")
+    ci = (slo.get("attainment") or {}).get("ci")
+    met = DASH if share is None else f"{share:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
+    return [met, _f((slo.get("goodput") or {}).get("requests_per_s"))]
 
 
 def _render_validate(validate: Mapping[str, Any], console: Console) -> None:
