@@ -98,7 +98,7 @@ def roi_from_sweep(
     if cap.batch1_e is not None:
         console.print(
             f"[dim]batch-1: assumes E = {cap.batch1_e:.2f} (the best k at {cap.batch1_level}) holds at the "
-            "fleet's load, as roi --speedup does; an upper bound when speculation pays less under load[/]",
+            "fleet's load, as roi --speedup does, ignoring what load does to latency and speedup[/]",
             soft_wrap=True,
         )
     if m.monthly_savings <= 0:
