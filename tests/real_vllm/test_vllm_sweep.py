@@ -73,7 +73,7 @@ def test_sweep_of_vllm_counters_equal_per_cell(tmp_path: Path) -> None:
 
 
 def test_vllm_accepts_the_schedule_sweep_writes(tmp_path: Path) -> None:
-    schedule = KSchedule.from_best({1: 3, 8: 0})  # speculate alone or in pairs, not beyond: [[1, 2, 3], [3, 8, 0]]
+    schedule = KSchedule.from_best({1: 3, 8: 0})  # [[1, 2, 3], [3, 8, 0]]
     port = free_port()
     spec = spec_config(schedule.max_k, str(DRAFT), schedule, "draft_model")
     cmd = [
