@@ -145,6 +145,12 @@ def test_option_mistakes(urls: tuple[str, str], prompts: Path, tmp_path: Path) -
     assert_usage_error(
         invoke("--endpoint", spec, "--prompts", prompts, "--client-processes", "0"), "--client-processes"
     )
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--slo", "ttft_p99_ms=fast"), "--slo: ttft_p99_ms="
+    )
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--slo", "ttft=5"), "--slo: unknown field"
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x"}\n')
     assert_usage_error(invoke("--endpoint", spec, "--prompts", bad), "bad.jsonl:1")

@@ -226,3 +226,45 @@ def test_duration_mode_alternates_endpoints(tmp_path: Path) -> None:
     assert spec_b.requests == level["load"]["requests_sent"]
     # Both sides ran the same cyclic workload, so requests pair by prompt and E_meas exists.
     assert level["summary"]["speedup_measured"] is not None
+
+
+def test_slo_per_level_with_baseline_on_serve(tiny_servers: tuple[str, str], tmp_path: Path) -> None:
+    """--slo judges each role's requests of each level: a generous SLO is met by every request, an
+    impossible one by none, and the goodput identities hold against the level's own figures."""
+    from specmeter.metrics.slo import SLO
+
+    spec, base = tiny_servers
+    results = {}
+    for name, slo in (
+        ("loose", SLO(ttft_p99_ms=60_000, tpot_p99_ms=60_000)),
+        ("tight", SLO(tpot_p99_ms=1e-6)),
+    ):
+        cfg = LoadConfig(
+            endpoint=spec, baseline=base, prompts=PROMPTS, limit=4, max_tokens=8, warmup=0, slo=slo, k=4
+        )
+        results[name] = _load(cfg, tmp_path / name)["candidates"][0]
+    for role in (results["loose"]["load"], results["loose"]["baseline"]["load"]):
+        block = role["slo"]
+        assert block["slo"] == {"ttft_p99_ms": 60_000.0, "tpot_p99_ms": 60_000.0}
+        assert block["attainment"]["judged"] == role["requests_sent"] == 4
+        assert block["attainment"]["met"] == role["completed"] == 4
+        assert block["goodput"]["requests_per_s"] == pytest.approx(role["requests_per_s"])
+        assert block["goodput"]["tokens_per_s"] == pytest.approx(role["output_tokens_per_s"])
+    tight = results["tight"]["load"]["slo"]
+    assert tight["attainment"]["met"] == 0 and tight["attainment"]["share"] == 0.0
+    assert tight["violations"]["tpot_p99_ms"] == 4
+    assert tight["goodput"]["requests_per_s"] == 0.0
+    from specmeter.serving.loadview import slo_line
+
+    assert slo_line(tight).startswith("SLO met by 0/4 = 0% [0%, ")
+
+
+def test_slo_counts_failed_requests_as_misses(fake: tuple[Behaviour, str], tmp_path: Path) -> None:
+    from specmeter.metrics.slo import SLO
+
+    behaviour, url = fake
+    behaviour.mode, behaviour.status = "status", 429
+    cfg = LoadConfig(endpoint=url, prompts=PROMPTS, limit=3, warmup=0, slo=SLO(ttft_p99_ms=60_000))
+    block = _load(cfg, tmp_path)["candidates"][0]["load"]["slo"]
+    assert block["attainment"]["judged"] == 3 and block["attainment"]["met"] == 0
+    assert block["violations"] == {"ttft_p99_ms": 0, "failed": 3}

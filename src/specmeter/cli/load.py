@@ -204,6 +204,12 @@ def load(
     blocks: int | None = typer.Option(
         None, "--blocks", help="Alternation blocks per level (default: automatic)."
     ),
+    slo: str | None = typer.Option(
+        None,
+        "--slo",
+        help="Per-request limits, any subset: ttft_p99_ms=…,tpot_p99_ms=…,gap_p99_ms=…,"
+        "gap_per_token_p99_ms=… → attainment (Wilson 95%) and goodput per level.",
+    ),
     json_out: Path | None = typer.Option(None, "--json", help="Write the whole result as JSON."),
     csv_out: Path | None = typer.Option(None, "--csv", help="Write one CSV row per request."),
     log_out: Path | None = typer.Option(
@@ -259,6 +265,14 @@ def load(
         check_range(name, seconds, low=0, low_open=True, high=MAX_SECONDS)
     if limit is not None and duration is not None:
         fail("--limit and --duration both bound a level; give one of them")
+    slo_spec = None
+    if slo is not None:
+        from specmeter.metrics.slo import SLO, SLOError
+
+        try:
+            slo_spec = SLO.parse(slo, option="--slo")
+        except SLOError as e:
+            fail(str(e))
     if warmup < 0:
         fail(f"--warmup must be >= 0, got {warmup}")
     check_range("--max-error-rate", max_error_rate, low=0, high=1)
@@ -313,6 +327,7 @@ def load(
         stall_timeout=stall_timeout,
         request_timeout=request_timeout,
         blocks=blocks,
+        slo=slo_spec,
         client_processes=client_processes,
     )
     config = {
@@ -340,6 +355,7 @@ def load(
         "k": k,
         "server": server,
         "blocks": blocks,
+        "slo": slo_spec.text() if slo_spec is not None else None,
         "client_processes": client_processes,
         "extra_body": cfg.extra_body or None,
     }

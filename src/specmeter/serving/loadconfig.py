@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from specmeter.metrics.slo import SLO
 from specmeter.monitoring.adapters import ServerKind
 from specmeter.serving.messages_api import messages_headers
 from specmeter.serving.trace import TraceEntry
@@ -95,6 +96,7 @@ class LoadConfig:
     request_timeout: float | None = None
     client_processes: int = 1  # worker processes that read the streams (loadworkers); 1 = in-process
     blocks: int | None = None  # alternation blocks per phase; None = automatic
+    slo: SLO | None = None  # --slo: every level's requests judged against it (metrics.slo)
 
     def temperature_of(self, index: int) -> float:
         """Request ``index``'s temperature: the trace line's, else --temperature's (cycling over a list)."""

@@ -26,6 +26,7 @@ from typing import Any
 from specmeter.goldenset.lengths import length_bucket
 from specmeter.metrics import danger_zone, summarize, summarize_by_category
 from specmeter.metrics.records import ModelInfo, RunRecord
+from specmeter.metrics.slo import SLO, evaluate
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.monitoring.adapters import unavailable_metrics
 from specmeter.report.files import ResultFile
@@ -184,9 +185,16 @@ def _server_block(role: RoleResult, k: int | None) -> tuple[dict[str, Any], Serv
 
 
 def level_entry(
-    result: PhaseResult, *, label: str, k: int | None, temperature: float, top_p: float
+    result: PhaseResult,
+    *,
+    label: str,
+    k: int | None,
+    temperature: float,
+    top_p: float,
+    slo: SLO | None = None,
 ) -> dict[str, Any]:
-    """The candidate entry of one load level (with its baseline, if one was measured)."""
+    """The candidate entry of one load level (with its baseline, if one was measured); with ``slo`` each
+    role's ``load.slo`` holds its attainment, goodput and violations (:func:`metrics.slo.evaluate`)."""
     spec_role = result.roles["speculative"]
     base_role = result.roles.get("baseline")
     server, acceptance = _server_block(spec_role, k)
@@ -209,7 +217,21 @@ def level_entry(
     # report; vLLM's docs), so the level is broken down by both too.
     entry["by_input_length"] = _grouped(spec_role, base_role, input_bucket, k_used, temperature, top_p)
     entry["by_temperature"] = _grouped(spec_role, base_role, temperature_group, k_used, temperature, top_p)
+    if slo is not None:
+        roles = [(entry.get("load"), spec_role)]
+        if base_role is not None and isinstance(entry.get("baseline"), dict):
+            roles.append((entry["baseline"].get("load"), base_role))
+        for block, role in roles:
+            if isinstance(block, dict):
+                block["slo"] = slo_block(slo, role)
     return entry
+
+
+def slo_block(slo: SLO, role: RoleResult) -> dict[str, Any]:
+    """One role's requests at a level judged against ``slo``: every request sent counts (a failed one
+    misses), goodput over the role's wall time."""
+    records = [o.record for o in role.outcomes]
+    return evaluate(slo, records, role.wall_s).to_dict()
 
 
 def input_bucket(o: RequestOutcome) -> str:

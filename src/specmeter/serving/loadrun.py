@@ -52,7 +52,9 @@ async def execute_load(
     watch: MachineWatch | None = None
 
     def entry(level: PhaseResult) -> dict[str, Any]:
-        return level_entry(level, label=label, k=cfg.k, temperature=cfg.temperature, top_p=cfg.top_p)
+        return level_entry(
+            level, label=label, k=cfg.k, temperature=cfg.temperature, top_p=cfg.top_p, slo=cfg.slo
+        )
 
     try:
         with RequestSink(csv_out, log_out) as sink:

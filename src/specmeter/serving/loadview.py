@@ -19,7 +19,7 @@ from rich.text import Text
 from specmeter.report.console import print_hygiene
 from specmeter.report.fmt import DASH, as_float, fmt_num, fmt_speedup, with_ci
 
-__all__ = ["render_load", "stop_paying_level"]
+__all__ = ["render_load", "slo_line", "stop_paying_level"]
 
 
 def _get(obj: Any, *keys: str) -> Any:
@@ -93,6 +93,26 @@ def _row(
         fmt_num(_get(summary, "acceptance_length")) if speculative else DASH,
         e_meas,
     )
+
+
+def slo_line(block: Mapping[str, Any]) -> str:
+    """``SLO met by 37/40 = 92% [80%, 97%] · goodput 1.9 req/s, 120 tok/s · missed: tpot_p99_ms ×3``."""
+    att = block.get("attainment") or {}
+    good = block.get("goodput") or {}
+    share = as_float(att.get("share"))
+    ci = att.get("ci")
+    line = f"SLO met by {att.get('met', 0)}/{att.get('judged', 0)}"
+    if share is not None:
+        line += f" = {share:.0%}"
+        if isinstance(ci, list) and len(ci) == 2:
+            line += f" [{ci[0]:.0%}, {ci[1]:.0%}]"
+    rps, tps = as_float(good.get("requests_per_s")), as_float(good.get("tokens_per_s"))
+    if rps is not None and tps is not None:
+        line += f" · goodput {rps:.3g} req/s, {tps:.3g} tok/s"
+    missed = {k: v for k, v in (block.get("violations") or {}).items() if v}
+    if missed:
+        line += " · missed: " + ", ".join(f"{k} ×{v}" for k, v in missed.items())
+    return line
 
 
 def _render_groups(entry: Mapping[str, Any], key: str, title: str, console: Console) -> None:
@@ -183,6 +203,12 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
                 f"{level}: the server reported no per-chunk token counts for some requests; their tokens "
                 "were spread over the chunks from the final usage (per-token gaps approximate)"
             )
+        for run, block in (
+            ("spec", _get(entry, "load", "slo")),
+            ("base", _get(entry, "baseline", "load", "slo")),
+        ):
+            if isinstance(block, Mapping):
+                notes.append(f"{level} {run}: {slo_line(block)}")
         errors = _get(entry, "load", "errors") or {}
         if errors:
             notes.append(f"{level}: errors " + ", ".join(f"{k} ×{v}" for k, v in errors.items()))
