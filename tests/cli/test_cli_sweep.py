@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import sqlite3
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +210,42 @@ def test_slo_option_mistakes(tmp_path: Path) -> None:
     searching = [*base, "--slo", "ttft_p99_ms=5", "--search", "concurrency"]
     assert_usage_error(invoke(*searching, "--search-range", "8:2"), "--search-range")
     assert_usage_error(invoke(*base, "--slo", "ttft_p99_ms=5", "--target", "1.5"), "--target")
+
+
+def test_ctrl_c_stops_the_server_keeps_the_levels_and_exits_130(tmp_path: Path) -> None:
+    out = tmp_path / "sweep.json"
+    launch = f"{sys.executable} {STUB} --port {{port}} --k {{k}} --pids {tmp_path}"
+    cmd = [
+        str(SPECMETER), "sweep", "--launch", launch,
+        "--k", "0,4", "--concurrency", "1,2", "--prompts", str(prompts(tmp_path, 4)), "--limit", "40",
+        "--warmup", "0", "--max-tokens", "4", "--json", str(out), "--no-store", "--quiet",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until the first level is in the file: the second runs
+            time.sleep(0.2)
+            try:
+                runs = json.loads(out.read_text())["sweep"]["configurations"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if runs and runs[0]["levels"] == ["c=1"]:
+                break
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "Interrupted" in stderr
+    data = json.loads(out.read_text())
+    assert data["complete"] is False
+    (run,) = data["sweep"]["configurations"]
+    assert run["status"] == "interrupted" and run["levels"] == ["c=1", "c=2"]
+    cells = {c["level"]: c for c in data["sweep"]["cells"]}
+    assert cells["c=1"]["requests"] == 40 and cells["c=1"]["complete"]
+    assert cells["c=2"]["complete"] is False  # the level in flight, summarised from what finished
+    assert gone(run["pid"])
+    assert all(gone(int(f.read_text())) for f in tmp_path.glob("child-*"))

@@ -17,7 +17,6 @@ flight, summarises what finished and saves the JSON with ``complete: false``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -291,8 +290,10 @@ async def execute_sweep(
             say(f"recorded as run {recorder.run_id} in {recorder.path}")
     except (asyncio.CancelledError, KeyboardInterrupt):
         _close_watch(result, watch)
-        with contextlib.suppress(Exception):
+        try:
             publish()
+        except Exception as e:  # the file keeps the last level published; say why this one is missing
+            say(f"could not add the interrupted level to the result: {type(e).__name__}: {e}")
         recorder.finish(result.to_dict(), complete=False)
         raise
     except SweepAborted:
