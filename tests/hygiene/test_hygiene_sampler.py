@@ -15,6 +15,7 @@ import pytest
 from hygiene_helpers import FakeNvml, cpu_hog, spin
 
 from specmeter.hygiene import probes
+from specmeter.hygiene import sampler as sampler_module
 from specmeter.hygiene.gpu import open_nvml, slowdown_names
 from specmeter.hygiene.sampler import MachineSampler
 
@@ -43,7 +44,13 @@ def test_a_hog_started_before_the_window_is_another_process() -> None:
         assert "-c" in (listed["cmd"] or "")
 
 
-def test_our_own_work_and_children_started_in_the_window_are_the_measurement() -> None:
+def test_our_own_work_and_children_started_in_the_window_are_the_measurement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A scan every 0.2 s whatever a scan costs on this machine, so that several scans see the child live:
+    # the first one that sees it decides whether it is ours, the later ones whether its CPU is "other", and
+    # the samples between them count it before and after it is reaped (counted once, not twice).
+    monkeypatch.setattr(sampler_module, "SCAN_BUDGET", 1.0)
     me = psutil.Process()
     sampler = MachineSampler(interval_s=0.1, scan_every=2, threads=1).start()
     mine = me.cpu_times()
@@ -54,6 +61,9 @@ def test_our_own_work_and_children_started_in_the_window_are_the_measurement() -
     after = me.cpu_times()
     f = sampler.stop()
     used = sum(after[:4]) - sum(mine[:4])  # user, system, children_user, children_system
+    assert f["sampler"]["scans"] >= 4
+    # Started in the window's first instant: psutil's create_time (whole-second boot time) reads it as older.
+    assert sampler.other_cores_of(child.pid) is None
     assert child.pid not in {p["pid"] for p in f["top_processes"]}
     assert f["own_cores"] * f["duration_s"] == pytest.approx(used, abs=0.1)
     assert used > 0.2  # the spin and the child did run

@@ -8,8 +8,10 @@ processes take? It is answered from two system-wide counters read every ``interv
 ``busy`` is /proc/stat's user + nice + system + irq + softirq over all CPUs (``probes.read_cpu``); the
 measurement's processes are this process (its reaped children included), the children it starts after the
 window opened (a vLLM engine core, a compile worker) and any PIDs the caller adds (a local server under
-``load``). Processes that already existed when the window opened are never "own", even if they are our
-children: that is how a deliberate hog started beside a run is seen as the other process it is. Totals
+``load``). Processes that already existed when the window opened (the first scan saw them) are never
+"own", even if they are our children: that is how a deliberate hog started beside a run is seen as the other
+process it is. A tracked process that is reaped by another tracked one (our child, by us) leaves the count
+what it was counted so far, since its parent's reaped-children counters now hold all of it. Totals
 are exact over the window whatever the interval (the last reading is taken at ``stop()``); the interval only
 sets the time resolution of the timeline. Every ``scan_every`` samples a scan of all processes finds new
 children and attributes other CPU to named processes (the "top processes" of the verdict).
@@ -110,12 +112,13 @@ class MachineSampler:
             raise RuntimeError("sampler already started")
         cost0 = time.thread_time()
         self._t0 = time.monotonic()
-        self._epoch0 = time.time()
         self._own: dict[int, psutil.Process] = {}
         self._own_last: dict[int, float] = {}
+        self._own_parent: dict[int, int] = {}  # tracked pid → its parent when first seen
         self._own_total = 0.0
         self._pending_own = 0.0  # own CPU found by a scan, added to the next interval
         self._seen: dict[tuple[int, float], float] = {}  # (pid, create_time) → CPU s at the last scan
+        self._before: dict[int, float] = {}  # pid → create_time in the first scan: what predates the window
         self._other_by_proc: dict[tuple[int, float], float] = {}
         self._names: dict[int, str] = {}
         self._intervals: list[_Interval] = []
@@ -194,7 +197,7 @@ class MachineSampler:
 
     # ------------------------------------------------------------------------------------- readings
 
-    def _track(self, pid: int, *, created_in_window: bool) -> None:
+    def _track(self, pid: int, *, ppid: int | None = None, created_in_window: bool) -> None:
         try:
             proc = psutil.Process(pid)
         except psutil.Error:
@@ -204,32 +207,48 @@ class MachineSampler:
             return
         self._own[pid] = proc
         self._own_last[pid] = cpu
+        if ppid is not None:
+            self._own_parent[pid] = ppid
         if created_in_window:  # everything it ever ran, it ran for the measurement
             self._pending_own += cpu
+
+    def _born_in_window(self, p: probes.ProcessUsage) -> bool:
+        """Whether a process appeared after the first scan, i.e. inside the window.
+
+        Decided by membership in the first scan, never by comparing ``create_time`` with the clock: on Linux
+        psutil's ``create_time`` is /proc/stat's ``btime`` (whole seconds, truncated) plus the start tick, so
+        it reads up to a second *early*, and a child started in the window's first second looked older than
+        the window: it was then "another process" and its CPU went to the top processes (a CI failure). A
+        PID seen in the first scan is a new process only if its ``create_time`` moved by more than the
+        ``btime`` step of a clock change (1 s): the PID was reused.
+        """
+        before = self._before.get(p.pid)
+        return before is None or p.create_time > before + 1.5
 
     def _scan(self, *, first: bool = False) -> None:
         procs = probes.scan_processes()
         self._scans += 1
+        if first:
+            self._before = {p.pid: p.create_time for p in procs.values()}
         # Children that existed before the window opened are not the measurement (a hog started beside it).
-        new_children = {
-            p.pid for p in procs.values() if p.ppid == self._pid and p.create_time >= self._epoch0 - 0.01
-        }
+        new_children = {p.pid for p in procs.values() if p.ppid == self._pid and self._born_in_window(p)}
         own = {self._pid} | probes.tree_of(new_children, procs) | probes.tree_of(self._extra, procs)
-        for pid in own - set(self._own):
+        # Parents before children (a parent is always older), so that _sample reads children first.
+        for pid in sorted(own - set(self._own), key=lambda q: procs[q].create_time if q in procs else 0.0):
             info = procs.get(pid)
-            in_window = info is not None and info.create_time >= self._epoch0 - 0.01 and not first
-            self._track(pid, created_in_window=in_window)
-        own_now = set(self._own)
+            in_window = info is not None and not first and self._born_in_window(info)
+            self._track(pid, ppid=info.ppid if info is not None else None, created_in_window=in_window)
         for p in procs.values():
             key = (p.pid, p.create_time)
             prev = self._seen.get(key)
             self._seen[key] = p.cpu_s
-            if p.pid in own_now:
+            # Own by this scan even when it is already gone again (exited before _track could read it).
+            if p.pid in own or p.pid in self._own:
                 continue
             self._names[p.pid] = p.name
             if prev is not None:
                 delta = p.cpu_s - prev
-            elif not first and p.create_time >= self._epoch0:
+            elif not first and self._born_in_window(p):
                 delta = p.cpu_s  # born inside the window: all of it is inside
             else:
                 continue
@@ -240,14 +259,24 @@ class MachineSampler:
         cpu = probes.read_cpu()
         own = self._pending_own
         self._pending_own = 0.0
-        for pid, proc in list(self._own.items()):
+        tracked = set(self._own)
+        # Newest first: a child read before its parent, so a child found gone (reaped) is already inside the
+        # parent's reaped-children counters when the parent is read.
+        for pid in reversed(list(self._own)):
+            proc = self._own[pid]
             now = probes.process_cpu_s(proc)
-            if now is None:  # gone: its time now sits in its parent's reaped-children counters
+            if now is None:  # gone
                 del self._own[pid]
-                self._own_last.pop(pid, None)
+                last = self._own_last.pop(pid)
+                if self._own_parent.pop(pid, None) in tracked:
+                    # Reaped by a process we read: everything it ran now also sits in that parent's
+                    # reaped-children counters, which count it again; take back what it was counted so far.
+                    own -= last
                 continue
             own += max(0.0, now - self._own_last[pid])
             self._own_last[pid] = now
+        if own < 0:  # the parent's counters grew before the child vanished (read in between): next interval
+            self._pending_own, own = own, 0.0
         self._own_total += own
         prev = self._last_cpu
         self._last_cpu = cpu
