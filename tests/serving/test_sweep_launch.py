@@ -76,6 +76,27 @@ def test_a_server_that_exits_before_health_names_its_last_line(tmp_path: Path) -
     assert gone(server.pid or 0)
 
 
+def test_the_reason_is_named_not_the_footer_after_it(tmp_path: Path) -> None:
+    # vLLM 0.32 refusing a configuration: pydantic prints the reason, then a footer line after it.
+    code = (
+        "import sys\n"
+        "print('Traceback (most recent call last):')\n"
+        "print('  File \"/x/vllm/config/vllm.py\", line 1660, in __post_init__')\n"
+        "print('pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig')\n"
+        "print('  Value error, --per-request-spec-decode-metrics requires speculative decoding')\n"
+        "print('    For further information visit https://errors.pydantic.dev/2.14/v/value_error')\n"
+        "sys.exit(1)\n"
+    )
+    server = _server(tmp_path, code, name="k=0")
+    server.start()
+    with pytest.raises(LaunchError) as info:
+        asyncio.run(server.wait_healthy(30))
+    message = str(info.value)
+    assert "requires speculative decoding" in message, message
+    assert "errors.pydantic.dev" not in message
+    server.stop()
+
+
 def test_a_command_that_does_not_exist(tmp_path: Path) -> None:
     server = ServerProcess("k=4", ["/nonexistent/vllm", "serve"], "http://127.0.0.1:9", tmp_path / "x.log")
     with pytest.raises(LaunchError, match="k=4: cannot start '/nonexistent/vllm'"):

@@ -32,6 +32,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -85,6 +86,11 @@ def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: s
         cfg["model"] = draft
     cfg["num_speculative_tokens"] = k
     return json.dumps(cfg)
+
+
+# Lines that say why a server stopped, and footers that follow them (see ServerProcess.last_line).
+_ERRORISH = re.compile(r"error|exception|traceback|refus|invalid|not supported|out of memory|failed|abort", re.I)
+_FOOTER = re.compile(r"for further information visit|^traceback \(most recent call last\)", re.I)
 
 
 @dataclass(frozen=True)
@@ -174,19 +180,30 @@ class ServerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def last_line(self) -> str:
-        """The last non-empty line of the server's output (why it failed, usually)."""
+        """The line of the server's output that says why it failed: the last error-looking line, else the last.
+
+        The last line alone is often a footer: pydantic ends a refused vLLM configuration with "For further
+        information visit https://errors.pydantic.dev/…", one line *after* the reason ("Value error,
+        --per-request-spec-decode-metrics requires speculative decoding …"). So the last 40 lines are searched
+        backwards for one that names an error, skipping such footers and traceback frames.
+        """
         try:
-            data = self.log.read_bytes()[-8192:]
+            data = self.log.read_bytes()[-16384:]
         except OSError:
             return ""
         lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+        for line in reversed(lines[-40:]):
+            if _FOOTER.search(line) or line.startswith(("File ", "^", "~")):
+                continue
+            if _ERRORISH.search(line):
+                return line[:300]
         return lines[-1][:300] if lines else ""
 
     def died(self, when: str) -> LaunchError:
         """The one line for a server that exited ``when`` (e.g. "before it was healthy")."""
         code = self.proc.poll() if self.proc is not None else None
         last = self.last_line()
-        said = f"; its last line: {last}" if last else "; it printed nothing"
+        said = f"; it said: {last}" if last else "; it printed nothing"
         return LaunchError(f"{self.name}: the server exited with code {code} {when}{said} (log: {self.log})")
 
     async def wait_healthy(self, timeout_s: float, headers: Mapping[str, str] | None = None) -> float:
