@@ -22,9 +22,14 @@ its series share scrape times), so α and τ per target are exactly the counters
 the counts are rounded for display); a sum over targets with different scrape phases weights each target
 by its own factor, so a fleet's α can differ from the counters' ratio by a little (for two engines
 ≤ 0.25 · |α_a − α_b| · scrape interval / span: ~5e-3 in the test's 20-second span, less over longer
-windows). llama.cpp's
-counters (``llamacpp:n_drafted_total``, ``…_accepted_total``) are read the same way with
-``--server llamacpp`` (no steps, hence α only).
+windows).
+
+With ``--server llamacpp`` (``kind="llamacpp"``; never detected here, the default is vLLM's names) the
+queries name llama.cpp's counters from ``adapters.counter_names``: ``llamacpp:spec_decode_num_drafts_total``
+(S), ``…_num_draft_tokens_total`` (D), ``…_num_accepted_tokens_total`` (A) and
+``llamacpp:tokens_predicted_total``, so α, τ and tokens/s come out as for vLLM. The per-position query is
+vLLM's only (``VLLM_PER_POS``): llama.cpp windows have no per-position rates, hence no β. The fork builds'
+``llamacpp:n_drafted_*`` names, which a direct scrape still reads, are not asked for.
 """
 
 from __future__ import annotations

@@ -89,8 +89,17 @@ def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: s
 
 
 # Lines that say why a server stopped, and footers that follow them (see ServerProcess.last_line).
-_ERRORISH = re.compile(r"error|exception|traceback|refus|invalid|not supported|out of memory|failed|abort", re.I)
+_ERRORISH = re.compile(
+    r"error|exception|traceback|refus|invalid|not supported|out of memory|failed|abort", re.I
+)
 _FOOTER = re.compile(r"for further information visit|^traceback \(most recent call last\)", re.I)
+# What gdb prints after a native abort (ggml_print_backtrace attaches it to llama-server on GGML_ASSERT):
+# thread and inferior notices, frames ("#2  0x… in ggml_abort ()"), the frame it stopped in and source lines
+# it could not find. None of it is the reason, and a many-threaded server prints dozens of such lines.
+_GDB = re.compile(
+    r"^(#\d+\s+\S|0x[0-9a-f]+ in |\[New (LWP|Thread) |\[Thread debugging |\[Inferior \d+ |"
+    r"Using host libthread_db |\d+\t)"
+)
 
 
 @dataclass(frozen=True)
@@ -180,18 +189,21 @@ class ServerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def last_line(self) -> str:
-        """The line of the server's output that says why it failed: the last error-looking line, else the last.
+        """The line of the server's output that says why it failed: the last error-looking one, else the last.
 
         The last line alone is often a footer: pydantic ends a refused vLLM configuration with "For further
         information visit https://errors.pydantic.dev/…", one line *after* the reason ("Value error,
         --per-request-spec-decode-metrics requires speculative decoding …"). So the last 40 lines are searched
-        backwards for one that names an error, skipping such footers and traceback frames.
+        backwards for one that names an error, skipping such footers and traceback frames. A native abort
+        ends in a gdb backtrace (llama-server's ``GGML_ASSERT(…) failed``, then thread notices and frames
+        such as "#2 0x… in ggml_abort ()"): gdb's lines are dropped first, so the assert is the one named.
         """
         try:
             data = self.log.read_bytes()[-16384:]
         except OSError:
             return ""
         lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+        lines = [ln for ln in lines if not _GDB.match(ln)] or lines
         for line in reversed(lines[-40:]):
             if _FOOTER.search(line) or line.startswith(("File ", "^", "~")):
                 continue
