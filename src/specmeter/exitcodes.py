@@ -37,7 +37,7 @@ EXIT_NOISY_MACHINE = 4  # --strict: the machine was busy or unusable; everything
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); whatever was measured is on disk
 
 ALL = "*"
-STRICT = ("bench", "tune", "select", "demo", "load", "doctor")
+STRICT = ("bench", "tune", "select", "demo", "whatif", "load", "doctor")
 
 
 @dataclass(frozen=True)

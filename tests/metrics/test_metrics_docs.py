@@ -18,7 +18,7 @@ from specmeter.metrics.acceptance import (
     per_position_acceptance,
 )
 from specmeter.metrics.costmodel import step_mix
-from specmeter.metrics.latency import STALL_FACTOR, per_token_gaps, stalls, tpot
+from specmeter.metrics.latency import BURST_GAP_S, STALL_FACTOR, per_token_gaps, stalls, tpot
 from specmeter.metrics.records import CostCurve
 from specmeter.metrics.speedup import speedup_calibrated
 from specmeter.metrics.stats import MIN_CI_REQUESTS
@@ -78,7 +78,8 @@ def test_the_worked_examples_are_what_the_code_computes() -> None:
     # stalls with zero gaps
     assert "emissions at 0.10, 0.10, 0.10, 0.10, 0.11 s: no stall" in FLAT
     assert stalls(request("b", output_tokens=5, emitted=emissions(*[(0.10, 1)] * 4, (0.11, 1)))) == 0
-    assert f"longer than {STALL_FACTOR:g} × their own request's median *non-zero* gap" in FLAT
+    assert f"longer than {STALL_FACTOR:g} × their own request's median *rhythm* gap" in FLAT
+    assert f"the gaps of at least {BURST_GAP_S * 1000:g} ms" in FLAT
 
 
 def test_the_interval_threshold_in_the_docs_is_the_codes() -> None:

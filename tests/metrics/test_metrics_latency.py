@@ -144,6 +144,21 @@ def test_zero_gaps_neither_set_the_rhythm_nor_stall() -> None:
     assert stalls(request("c", output_tokens=3, emitted=emissions(*[(0.5, 1)] * 3))) == 0
 
 
+def test_sub_millisecond_bursts_are_not_the_rhythm() -> None:
+    # llama-server streams the 5 tokens of a verification step as 5 events 0.1 ms apart, steps 20 ms apart.
+    # With those gaps in the median (0.1 ms) every step boundary was a stall; the rhythm is the 20 ms steps.
+    times, t = [], 0.0
+    for _step in range(6):
+        for i in range(5):
+            times.append((t + i * 0.0001, 1))
+        t += 0.020
+    steady = request("d", output_tokens=30, emitted=emissions(*times))
+    assert stalls(steady) == 0
+    # a real pause in that stream is still one: 25 ms steps with one 200 ms wait
+    times.append((t + 0.2, 1))
+    assert stall_indexes(request("e", output_tokens=31, emitted=emissions(*times))) == [29]
+
+
 def test_tokens_per_second_is_end_to_end_and_decode_throughput_is_separate() -> None:
     # N / Σ latency counts prefill and the first token; decode throughput is (N − 1) / Σ(latency − TTFT):
     # 9 + 6 tokens over 0.5 + 1.3 s in the worked example

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli import bench, compat, demo, distill, doctor, select, train, tune
+from specmeter.cli import bench, compat, demo, distill, doctor, select, train, tune, whatif
 from specmeter.cli import compare as compare_cmd
 from specmeter.cli import drift as drift_cmd
 from specmeter.cli import golden as golden_cmd
@@ -40,6 +40,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "doctor": doctor.doctor,
     "tune": tune.tune,
     "select": select.select,
+    "whatif": whatif.whatif,
     "serve": serve_cmd.serve,
     "load": load_cmd.load,
     "sweep": sweep_cmd.sweep,

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.common import check_outputs, check_range, console, fail
 from specmeter.cli.runs import run_inputs, store_option, store_path
 
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -107,6 +107,22 @@ def roi(
         help="A sweep result: instances needed at its measured capacity (with --traffic).",
     ),
     traffic: float | None = typer.Option(None, "--traffic", help="--from-sweep: requests/s to serve."),
+    from_whatif: Path | None = typer.Option(
+        None,
+        "--from-whatif",
+        help="A whatif result: the speedup its surface measured at --alpha (or the α --target-roi needs).",
+    ),
+    alpha: float | None = typer.Option(None, "--alpha", help="--from-whatif: the α the draft would reach."),
+    k: int | None = typer.Option(None, "--k", help="--from-whatif: this draft length (default: the best)."),
+    batch: int | None = typer.Option(
+        None, "--batch", help="--from-whatif: the batch size the instances run at (one of those measured)."
+    ),
+    target_roi: float | None = typer.Option(
+        None,
+        "--target-roi",
+        "--payback-within",
+        help="--from-whatif: months; the α a draft must reach to pay the engineering cost back within them.",
+    ),
     engineering_cost: str = typer.Option("0", "--engineering-cost", help="One-off cost of adopting it."),
     horizon_months: float = typer.Option(12.0, "--horizon-months", help="Months of savings ROI counts."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
@@ -121,6 +137,29 @@ def roi(
     from specmeter.report.files import write_json_atomic
     from specmeter.store import StoreError, load_source
 
+    whatif_only = {"--alpha": alpha, "--k": k, "--batch": batch, "--target-roi": target_roi}
+    if from_whatif is None and any(v is not None for v in whatif_only.values()):
+        fail(f"{', '.join(n for n, v in whatif_only.items() if v is not None)}: only with --from-whatif")
+    if from_whatif is not None:
+        from specmeter.cli.roi_whatif import roi_from_whatif
+
+        if run is not None or speedup is not None or from_sweep is not None or traffic is not None:
+            fail("--from-whatif takes the speedup from the what-if surface: drop RUN, --speedup, "
+                 "--from-sweep and --traffic")  # fmt: skip
+        if alpha is None and target_roi is None:
+            fail("--from-whatif needs --alpha (the ROI at that α) or --target-roi MONTHS (the α paying back)")
+        if monthly_tokens is None or baseline_throughput is None or baseline_price is None:
+            fail("--from-whatif needs --monthly-tokens, --baseline-throughput and --price-baseline")
+        if alpha is not None:
+            check_range("--alpha", alpha, low=0, high=1)
+        if target_roi is not None:
+            check_range("--target-roi", target_roi, low=0, low_open=True)
+        check_outputs({"--json": json_out}, {"--from-whatif": from_whatif})
+        inputs = roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price, engineering_cost,
+                            horizon_months)  # fmt: skip
+        roi_from_whatif(from_whatif, inputs, alpha=alpha, k=k, batch=batch, payback_months=target_roi,
+                        json_out=json_out)  # fmt: skip
+        return
     if from_sweep is not None:
         from specmeter.cli.roi_sweep import roi_from_sweep
 

@@ -34,6 +34,7 @@ __all__ = [
     "compute_roi",
     "money",
     "price_ratio_for_saving",
+    "speedup_for_payback",
 ]
 
 HOURS_PER_MONTH = 730.0  # 365 · 24 / 12
@@ -171,3 +172,24 @@ def price_ratio_for_saving(speedup: float, saving: float) -> float:
     if speedup <= 0 or not 0 <= saving < 1:
         raise ValueError("speedup must be > 0 and saving in [0, 1)")
     return speedup * (1.0 - saving)
+
+
+def speedup_for_payback(inputs: RoiInputs, months: float) -> float | None:
+    """The smallest speedup E whose savings pay the engineering cost back within ``months``.
+
+    Monthly savings at E are H_before · price_baseline − (H_before / E) · price_spec (the formula above);
+    paying C back within N months needs savings ≥ C / N, so
+
+        E ≥ H_before · price_spec / (H_before · price_baseline − C / N)
+
+    (with C = 0: any saving, E > price_spec / price_baseline). None when no speedup can do it: the whole
+    baseline bill H_before · price_baseline is less than C / N. ``inputs.speedup`` is not used.
+    """
+    if not math.isfinite(months) or months <= 0:
+        raise ValueError(f"months must be a number > 0 (got {months})")
+    inputs.check()
+    hours_before = inputs.monthly_tokens / (inputs.baseline_throughput * 3600.0)
+    room = hours_before * inputs.baseline_price - inputs.engineering_cost / months
+    if room <= 0:
+        return None
+    return hours_before * inputs.spec_price / room

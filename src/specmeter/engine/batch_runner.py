@@ -14,6 +14,7 @@ the lockstep of a wave); ``state.cut_turns`` counts the turns left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -21,10 +22,11 @@ from specmeter.engine.base import BatchedCausalLM
 from specmeter.engine.batched import SequenceRequest, decode_batch
 from specmeter.engine.loader import LoadedModel
 from specmeter.engine.runner import PreparedPrompt, RunState, make_record
+from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation
 from specmeter.metrics.records import RequestRecord
 
-__all__ = ["run_batched_interleaved", "waves"]
+__all__ = ["WaveSlot", "run_batched_interleaved", "run_waves", "waves"]
 
 
 def waves(prompts: Sequence[PreparedPrompt], batch: int) -> list[list[PreparedPrompt]]:
@@ -38,6 +40,79 @@ def _batched(model: LoadedModel) -> BatchedCausalLM:
     return model.model  # type: ignore[return-value]  # native and transformers models both batch
 
 
+@dataclass(frozen=True)
+class WaveSlot:
+    """One run of the waves: a draft and k (none and 0: the baseline), optionally synthetic acceptance.
+
+    ``synthetic`` are vLLM-style unconditional per-position rates (``engine.batched``): acceptance is
+    forced, so the slot's outputs are not the target's text and never compared with the baseline's.
+    """
+
+    draft: LoadedModel | None = None
+    k: int = 0
+    synthetic: tuple[float, ...] | None = None
+
+
+def run_waves(
+    target: LoadedModel,
+    slots: Sequence[WaveSlot],
+    prompts: Sequence[PreparedPrompt],
+    batch: int,
+    *,
+    params: SamplingParams,
+    seed: int = 0,
+    ignore_eos: bool = False,
+    on_outputs: Callable[[int, PreparedPrompt, Generation, Generation], None],
+    on_wave_done: Callable[[int], None] | None = None,
+) -> int:
+    """Every wave of ``batch`` prompts through every slot, the order rotating wave by wave.
+
+    ``on_outputs(slot, prompt, generation, baseline_generation)`` gets each request once its wave has run
+    in every slot; ``slots[0]`` is the reference the others are paired with (the baseline). With
+    ``ignore_eos`` every request runs to its token limit, so all slots produce the same number of tokens.
+    Returns the conversation turns left out (waves run first turns only).
+    """
+    eos = frozenset() if ignore_eos else target.eos_ids
+
+    def run(
+        slot: WaveSlot, group: Sequence[PreparedPrompt], first: int, limit: int | None = None
+    ) -> list[Generation]:
+        device = target.model.device
+        reqs = [
+            SequenceRequest(
+                p.ids, p.max_tokens if limit is None else min(limit, p.max_tokens), params,
+                None if params.greedy and slot.synthetic is None
+                else torch.Generator(device=device).manual_seed(seed * 1_000_003 + first + i),
+            )
+            for i, p in enumerate(group)
+        ]  # fmt: skip
+        draft = None if slot.draft is None else _batched(slot.draft)
+        return decode_batch(
+            _batched(target), draft, reqs, schedule=slot.k, max_batch=batch, eos_ids=eos,
+            synthetic=slot.synthetic,
+        )  # fmt: skip
+
+    groups = waves(prompts, batch)
+    if groups:  # warm-up: allocation and kernel selection at this batch size stay out of the numbers
+        for slot in slots:
+            run(slot, groups[0], 0, limit=8)
+    first, cut = 0, 0
+    order = list(range(len(slots)))
+    for w, group in enumerate(groups):
+        cut += sum(p.turns - 1 for p in group)
+        shift = w % len(slots)
+        outputs: dict[int, list[Generation]] = {}
+        for i in order[shift:] + order[:shift]:
+            outputs[i] = run(slots[i], group, first)
+        for i in order:  # report in a stable order whatever order they ran in
+            for j, (prompt, g) in enumerate(zip(group, outputs[i], strict=True)):
+                on_outputs(i, prompt, g, outputs[0][j])
+        first += len(group)
+        if on_wave_done is not None:
+            on_wave_done(w)
+    return cut
+
+
 def run_batched_interleaved(
     state: RunState[LoadedModel],
     prompts: Sequence[PreparedPrompt],
@@ -48,46 +123,17 @@ def run_batched_interleaved(
     on_wave_done: Callable[[int], None] | None = None,
 ) -> None:
     """Every wave of ``batch`` prompts with the baseline (index None) and every candidate, interleaved."""
-    target = state.target
-    slots: list[int | None] = [None, *range(len(state.candidates))]
+    slots = [WaveSlot(), *(WaveSlot(c.draft, c.k) for c in state.candidates)]
 
-    def run(
-        slot: int | None, group: Sequence[PreparedPrompt], first: int, limit: int | None = None
-    ) -> list[Generation]:
-        draft = None if slot is None else _batched(state.candidates[slot].draft)
-        k = 0 if slot is None else state.candidates[slot].k
-        device = target.model.device
-        reqs = [
-            SequenceRequest(
-                p.ids, p.max_tokens if limit is None else min(limit, p.max_tokens), state.params,
-                None if state.params.greedy
-                else torch.Generator(device=device).manual_seed(seed * 1_000_003 + first + i),
-            )
-            for i, p in enumerate(group)
-        ]  # fmt: skip
-        return decode_batch(
-            _batched(target), draft, reqs, schedule=k, max_batch=batch, eos_ids=target.eos_ids
-        )
+    def on_outputs(i: int, prompt: PreparedPrompt, g: Generation, base: Generation) -> None:
+        slot = None if i == 0 else i - 1
+        matches = None if slot is None or not state.params.greedy else g.output_ids == base.output_ids
+        rec = make_record(prompt, g, matches)
+        (state.baseline if slot is None else state.per_candidate.setdefault(slot, [])).append(rec)
+        if on_record is not None:
+            on_record(slot, rec)
 
-    groups = waves(prompts, batch)
-    if groups:  # warm-up: allocation and kernel selection at this batch size stay out of the numbers
-        for slot in slots:
-            run(slot, groups[0], 0, limit=8)
-    first = 0
-    for w, group in enumerate(groups):
-        state.cut_turns += sum(p.turns - 1 for p in group)
-        shift = w % len(slots)
-        outputs: dict[int | None, list[Generation]] = {}
-        for slot in slots[shift:] + slots[:shift]:
-            outputs[slot] = run(slot, group, first)
-        for slot in slots:  # report in a stable order whatever order they ran in
-            for i, (prompt, g) in enumerate(zip(group, outputs[slot], strict=True)):
-                base = outputs[None][i]
-                matches = None if slot is None or not state.params.greedy else g.output_ids == base.output_ids
-                rec = make_record(prompt, g, matches)
-                (state.baseline if slot is None else state.per_candidate.setdefault(slot, [])).append(rec)
-                if on_record is not None:
-                    on_record(slot, rec)
-        first += len(group)
-        if on_wave_done is not None:
-            on_wave_done(w)
+    state.cut_turns += run_waves(
+        state.target, slots, prompts, batch, params=state.params, seed=seed, on_outputs=on_outputs,
+        on_wave_done=on_wave_done,
+    )  # fmt: skip

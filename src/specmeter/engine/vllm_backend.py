@@ -115,6 +115,38 @@ class VllmSettings:
         }
 
 
+# vLLM 0.32's CPU rejection kernels assert against synthetic mode (vllm/utils/cpu_triton_utils.py); the engine
+# starts, then dies on its first verification with a generic EngineDeadError. Named here so the refusal is
+# one line before an engine is started.
+_CPU_SYNTHETIC_REFUSAL = "Synthetic acceptance not supported with CPU sampling"
+
+
+def synthetic_unsupported() -> str | None:
+    """Why this vLLM cannot run ``rejection_sample_method: "synthetic"``, or None when it can (as far as can
+    be told without starting an engine): the CPU platform with kernels that refuse it."""
+    import inspect
+
+    vllm = import_vllm()
+    try:
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_cpu():
+            return None
+        import vllm.utils.cpu_triton_utils as kernels
+
+        source = inspect.getsource(kernels)
+    except (ImportError, OSError, AttributeError):
+        return None
+    if _CPU_SYNTHETIC_REFUSAL in source:
+        version = getattr(vllm, "__version__", "?")
+        return (
+            f"vLLM {version} on the CPU refuses synthetic acceptance (its CPU rejection kernels assert "
+            f"{_CPU_SYNTHETIC_REFUSAL!r}, vllm/utils/cpu_triton_utils.py); run whatif natively (drop "
+            "--backend vllm) or with vLLM on a GPU"
+        )
+    return None
+
+
 def speculative_config(method: str, draft: str | None, k: int) -> dict[str, Any]:
     """vLLM's ``speculative_config`` for one (method, draft, k); n-gram and MTP take no draft directory."""
     if method not in METHODS:
@@ -357,9 +389,12 @@ class VllmEngine:
         top_p: float,
         eos_ids: Collection[int],
         seed: int | None = None,
+        ignore_eos: bool = False,
     ) -> tuple[Generation, EngineRequestStats]:
-        """Decode one request alone in the engine; every engine step that shows tokens is one StepRecord."""
-        params = self._sampling_params(max_tokens, temperature, top_p, eos_ids, seed)
+        """Decode one request alone in the engine; every engine step that shows tokens is one StepRecord.
+
+        ``ignore_eos`` runs to ``max_tokens`` whatever is generated (vLLM's own ``ignore_eos``)."""
+        params = self._sampling_params(max_tokens, temperature, top_p, eos_ids, seed, ignore_eos)
         self._n += 1
         rid = f"specmeter-{self._n}"
         out: list[int] = []
@@ -421,7 +456,13 @@ class VllmEngine:
         return generation, stats
 
     def _sampling_params(
-        self, max_tokens: int, temperature: float, top_p: float, eos_ids: Collection[int], seed: int | None
+        self,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        eos_ids: Collection[int],
+        seed: int | None,
+        ignore_eos: bool = False,
     ) -> Any:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
@@ -431,7 +472,8 @@ class VllmEngine:
             temperature=temperature,
             top_p=top_p,
             seed=None if temperature == 0 else seed,
-            stop_token_ids=sorted(eos_ids),
+            stop_token_ids=[] if ignore_eos else sorted(eos_ids),
+            ignore_eos=ignore_eos,
             output_kind=RequestOutputKind.DELTA,  # each output carries only the step's new tokens
             detokenize=False,
         )

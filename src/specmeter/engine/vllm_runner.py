@@ -112,8 +112,16 @@ def run_sequential(
     on_request_done: Callable[[], None] | None = None,
     on_run_start: Callable[[str], None] | None = None,
     on_run_done: Callable[[str, dict[str, Any]], None] | None = None,
+    synthetic: Sequence[Sequence[float] | None] | None = None,
+    ignore_eos: bool = False,
+    labels: Sequence[str] | None = None,
 ) -> None:
-    """Baseline first (its outputs are what greedy candidates must match), then each candidate."""
+    """Baseline first (its outputs are what greedy candidates must match), then each candidate.
+
+    ``synthetic[i]`` forces candidate i's acceptance (vLLM's ``rejection_sample_method: "synthetic"`` with
+    these unconditional ``synthetic_acceptance_rates``); its outputs are then not compared with the
+    baseline's. ``ignore_eos`` runs every request to its token limit; ``labels`` name the candidates' runs.
+    """
     target = state.target
     assert target.path is not None
     params = state.params
@@ -125,18 +133,21 @@ def run_sequential(
     base_out: dict[str, tuple[int, ...]] = {}
     for slot in [None, *range(len(state.candidates))]:
         cand = None if slot is None else state.candidates[slot]
-        label = BASELINE if cand is None else cand.label
+        label = BASELINE if cand is None else cand.label if labels is None else labels[slot]  # type: ignore[index]
         spec = None
+        forced = None if slot is None or synthetic is None else synthetic[slot]
         if cand is not None:
             draft = None if cand.draft.path is None else str(cand.draft.path)
             spec = speculative_config(settings.method, draft, cand.k)
+            if forced is not None:
+                spec.update(rejection_sample_method="synthetic", synthetic_acceptance_rates=list(forced))
         if on_run_start is not None:
             on_run_start(label)
         with VllmEngine.start(target.path, settings, spec, max_model_len=context) as engine:
             if prompts:  # first requests pay for allocation and kernel selection
                 engine.generate(
                     prompts[0].ids, max_tokens=min(8, prompts[0].max_tokens), temperature=params.temperature,
-                    top_p=params.top_p, eos_ids=target.eos_ids, seed=seed,
+                    top_p=params.top_p, eos_ids=target.eos_ids, seed=seed, ignore_eos=ignore_eos,
                 )  # fmt: skip
             before = engine.counters()
             records: list[RequestRecord] = []
@@ -145,9 +156,10 @@ def run_sequential(
                 g, engine_stats = engine.generate(
                     prompt.ids, max_tokens=prompt.max_tokens, temperature=params.temperature,
                     top_p=params.top_p, eos_ids=target.eos_ids, seed=seed * 1_000_003 + n,
+                    ignore_eos=ignore_eos,
                 )  # fmt: skip
                 matches = None
-                if cand is not None and params.greedy and prompt.id in base_out:
+                if cand is not None and forced is None and params.greedy and prompt.id in base_out:
                     matches = g.output_ids == base_out[prompt.id]
                 rec = make_record(prompt, g, matches)
                 if cand is None:

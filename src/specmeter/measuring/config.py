@@ -112,6 +112,7 @@ class MeasureConfig:
     strict: bool = False  # a busy or unusable machine during the run ends the command with exit code 4
     hygiene: bool = True  # sample the machine during the run (specmeter.hygiene); off only for library use
     batch: Sequence[int] = ()  # batch sizes: bench runs at one (waves of B), tune predicts at each
+    standin: float | None = None  # whatif without a draft: the target's first layers (engine.standin)
 
     def __post_init__(self) -> None:
         # Normalise containers so a frozen config cannot change under the run.
@@ -151,6 +152,8 @@ class MeasureConfig:
         _one_of("--backend", self.backend, BACKENDS)
         if self.backend == "vllm":
             self.vllm.check()
+            if self.standin is not None:
+                raise MeasureError("--standin: the stand-in draft runs on the native engine only")
             if self.implementation != "auto" or self.device != "auto":
                 raise MeasureError(
                     "--implementation/--device: not used with --backend vllm (vLLM picks its own device)"
@@ -158,11 +161,26 @@ class MeasureConfig:
         else:
             if self.vllm.method != VllmOptions.method:
                 raise MeasureError("--method: only --backend vllm runs ngram, eagle, eagle3 or mtp proposers")
-            if not self.drafts:
+            if self.standin is not None:
+                self._check_standin()
+            elif not self.drafts:
                 raise MeasureError("--draft: give at least one draft model directory")
         _one_of("--dtype", self.dtype, DTYPES)
         if not _DEVICE.fullmatch(self.device):
             raise MeasureError(f"--device: {self.device!r} is not auto, cpu, cuda or cuda:N")
+
+    def _check_standin(self) -> None:
+        f = self.standin
+        if self.kind != "whatif":
+            raise MeasureError(
+                "--standin: only whatif runs a stand-in draft (its proposals are never verified)"
+            )
+        if self.drafts:
+            raise MeasureError("--standin: give a stand-in fraction or --draft, not both")
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0.0 < f < 1.0):
+            raise MeasureError(
+                f"--standin: the stand-in's share of the target's layers must be in (0, 1), got {f}"
+            )
 
     def _check_sampling(self) -> None:
         t, p = self.temperature, self.top_p
@@ -212,6 +230,7 @@ class MeasureConfig:
             "threads": self.threads,
             "backend": self.backend,
             **({"batch": list(self.batch)} if self.batch else {}),
+            **({"standin": self.standin} if self.standin is not None else {}),
             **({"vllm": vllm} if self.backend == "vllm" else {}),
             **self.extra,
         }

@@ -49,6 +49,13 @@ def load_models(cfg: MeasureConfig) -> tuple[LoadedModel, list[LoadedModel]]:
             raise MeasureError(str(e)) from None
 
     target = load(cfg.target, cfg.target.name)
+    if cfg.standin is not None:
+        from specmeter.engine.standin import StandInUnsupported, standin_draft
+
+        try:
+            return target, [standin_draft(target, cfg.standin)]
+        except StandInUnsupported as e:
+            raise MeasureError(f"--standin: {e}") from None
     drafts = []
     for path, name in zip(cfg.drafts, draft_names(cfg.target, cfg.drafts), strict=True):
         d = load(path, name)

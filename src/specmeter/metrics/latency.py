@@ -17,6 +17,7 @@ import numpy as np
 from specmeter.metrics.records import Emission, RequestRecord
 
 __all__ = [
+    "BURST_GAP_S",
     "STALL_FACTOR",
     "chunk_gaps",
     "count_stalls",
@@ -32,7 +33,10 @@ __all__ = [
     "ttft",
 ]
 
-STALL_FACTOR = 3.0  # docs/metrics.md "stalls": a gap longer than 3× its request's median non-zero gap
+STALL_FACTOR = 3.0  # docs/metrics.md "stalls": a gap longer than 3× its request's median rhythm gap
+# Gaps shorter than this are one burst split over network reads, not rhythm (docs/metrics.md "stalls"):
+# llama-server streams each token of a verification step as its own SSE event, ~0.1 ms apart.
+BURST_GAP_S = 0.001
 
 
 def ttft(request: RequestRecord) -> float:
@@ -111,16 +115,18 @@ def tail_ratio(gaps: Sequence[float]) -> float | None:
 
 def stall_indexes(request: RequestRecord, *, factor: float = STALL_FACTOR) -> list[int]:
     """Indexes into ``chunk_gaps(request)`` of the gaps that are stalls: longer than ``factor`` × the
-    request's own median *non-zero* gap.
+    request's own median *rhythm* gap (the gaps of at least :data:`BURST_GAP_S`).
 
     Relative to the request's median so that a slow model is not "stalling" everywhere; a stall is a
-    pause the user notices against the rhythm they were already getting. Zero gaps — chunks that arrived
-    together, such as SSE events of one network read, which the streaming client stamps with one time —
-    are bursts, not rhythm: they neither set the median nor count as stalls. A request without a
-    non-zero gap has no stall.
+    pause the user notices against the rhythm they were already getting. Gaps under a millisecond are
+    bursts, not rhythm: chunks of one server flush — SSE events of one network read, which the streaming
+    client stamps with one time (gap 0), or the per-token events llama-server writes for one verification
+    step, read a tenth of a millisecond apart. They neither set the median nor count as stalls; with them
+    in the median every step boundary of a llama.cpp stream was a "stall". A request without a rhythm gap
+    has no stall.
     """
     gaps = chunk_gaps(request)
-    rhythm = [g for g in gaps if g > 0]
+    rhythm = [g for g in gaps if g >= BURST_GAP_S]
     if not rhythm:
         return []
     threshold = factor * statistics.median(rhythm)

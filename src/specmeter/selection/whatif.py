@@ -1,0 +1,343 @@
+"""What an acceptance rate would buy: reading the measured surface E(α, k, B) of ``specmeter whatif``.
+
+``whatif`` measures E at a grid of forced acceptance rates (``measuring.whatif``); this module answers the
+questions asked of that grid, from the ``whatif`` section of the result JSON (docs/results.md) alone:
+
+* ``surface_e(section, α, k, B)``: E at any α between measured ones — linear in α between the two
+  neighbouring grid points at the same k and B. Linear is the right shape: with full drafts τ = 1 + k·α
+  whatever the per-position profile (``metrics.synthetic``), and a speculative step's cost does not depend
+  on what was accepted, so E(α) at fixed k and B is close to a straight line (tested on the measurements).
+  Outside the grid it extrapolates from the two nearest points and says so.
+* ``break_even``: the α at which E crosses 1, per (k, B), and per B for the best k.
+* ``best_k``: the k with the highest E per (α, B), 0 (no speculation) when none reaches 1.
+* ``overlay``: domains measured for real (a ``bench``/``select`` result, a ``monitor --requests`` window)
+  placed on the surface: "legal today α 0.02 with draft-general: 0.62× measured, 0.60× on the surface; at
+  α 0.65: 1.9× at B = 1, 1.2× at B = 8".
+
+Plain JSON in and out; no torch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from specmeter.metrics.acceptance import (
+    acceptance_counts,
+    acceptance_length,
+    acceptance_rate,
+    per_position_acceptance,
+)
+from specmeter.metrics.latency import decode_tokens_per_second, tokens_per_second
+from specmeter.metrics.records import RequestRecord
+from specmeter.metrics.slo import wilson_interval
+from specmeter.metrics.speedup import pair_latencies, speedup_measured
+from specmeter.metrics.stats import bootstrap_ratio_ci, paired_speedup_ci
+from specmeter.metrics.synthetic import SyntheticProfile
+
+__all__ = [
+    "alpha_for_speedup",
+    "baseline_summary",
+    "best_k",
+    "break_even",
+    "cell_summary",
+    "describe_overlay",
+    "overlay",
+    "overlay_points",
+    "speedup_at",
+    "surface_e",
+]
+
+MS = 1000.0
+_BATCH1_KINDS = ("bench", "select", "tune", "demo")
+
+
+def _ci(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else [interval[0], interval[1]]
+
+
+def baseline_summary(records: Sequence[RequestRecord]) -> dict[str, Any]:
+    """The baseline at one batch size: requests, tokens, end-to-end and decode throughput per sequence."""
+    return {
+        "requests": len(records),
+        "tokens": sum(r.output_tokens for r in records),
+        "tokens_per_s": tokens_per_second(records),
+        "decode_tokens_per_s": decode_tokens_per_second(records),
+        "latency_ms": sum(r.latency_s for r in records) / len(records) * MS if records else None,
+    }
+
+
+def cell_summary(
+    profile: SyntheticProfile, records: Sequence[RequestRecord], baseline: Sequence[RequestRecord]
+) -> dict[str, Any]:
+    """One (α, k) at one batch size: E against the baseline at that B, and the acceptance really drawn.
+
+    ``e`` is E_meas = Σ baseline latency / Σ synthetic latency over paired requests (end to end, as
+    ``bench``), ``e_decode`` the same over latency − TTFT; both with paired bootstrap intervals from 10
+    requests. ``measured_alpha``/``measured_tau`` come from the records (short drafts before the token
+    limit included, so α runs slightly above the requested full-draft α). Per position, the conditional rate
+    drawn is accepted / reached with a Wilson interval: synthetic draws are independent Bernoulli trials, so
+    a binomial interval is exact here (unlike for a real draft, whose steps within a request are not).
+    """
+    counts = acceptance_counts(records)
+    per_request = [acceptance_counts([r]) for r in records]
+    positions = []
+    for p, wanted in zip(
+        per_position_acceptance(records, positions=profile.k), profile.conditional, strict=True
+    ):
+        positions.append({
+            "position": p.position, "requested": wanted, "measured": p.conditional,
+            "accepted": p.accepted, "reached": p.reached, "ci": _ci(wilson_interval(p.accepted, p.reached)),
+        })  # fmt: skip
+    base_e2e, spec_e2e = pair_latencies(records, baseline)
+    base_dec, spec_dec = pair_latencies(records, baseline, decode_only=True)
+    return {
+        "alpha": profile.alpha,
+        "k": profile.k,
+        "profile": profile.profile,
+        "beta": profile.beta,
+        "rates": list(profile.rates),
+        "requests": len(records),
+        "tokens": sum(r.output_tokens for r in records),
+        "measured_alpha": acceptance_rate(counts),
+        "measured_alpha_ci": _ci(
+            bootstrap_ratio_ci([c.accepted for c in per_request], [c.drafted for c in per_request])
+        ),
+        "measured_tau": acceptance_length(counts),
+        "requested_tau": profile.tau,
+        "per_position": positions,
+        "e": speedup_measured(records, baseline),
+        "e_ci": _ci(paired_speedup_ci(base_e2e, spec_e2e)),
+        "e_decode": speedup_measured(records, baseline, decode_only=True),
+        "e_decode_ci": _ci(paired_speedup_ci(base_dec, spec_dec)),
+        "decode_tokens_per_s": decode_tokens_per_second(records),
+    }
+
+
+Cell = Mapping[str, Any]
+
+
+def _cells(section: Mapping[str, Any], k: int, batch: int) -> list[tuple[float, float]]:
+    """(α, E) of the measured cells at (k, B), by α; cells without an E are left out."""
+    out = []
+    for c in section.get("cells") or []:
+        if c.get("k") == k and c.get("batch") == batch and c.get("e") is not None:
+            out.append((float(c["alpha"]), float(c["e"])))
+    return sorted(out)
+
+
+def surface_e(section: Mapping[str, Any], alpha: float, k: int, batch: int) -> tuple[float, bool] | None:
+    """(E, extrapolated) at α for (k, B), linear between the neighbouring measured α; None without 2 points.
+
+    At a measured α it is that cell's E. Beyond the grid the line through the two nearest points is
+    extended (``extrapolated`` True) and E is kept at 0 or above.
+    """
+    pts = _cells(section, k, batch)
+    for a, e in pts:
+        if abs(a - alpha) < 1e-9:
+            return e, False
+    if len(pts) < 2:
+        return None
+    inside = pts[0][0] <= alpha <= pts[-1][0]
+    if alpha < pts[0][0]:
+        (a0, e0), (a1, e1) = pts[0], pts[1]
+    elif alpha > pts[-1][0]:
+        (a0, e0), (a1, e1) = pts[-2], pts[-1]
+    else:
+        i = next(i for i in range(1, len(pts)) if pts[i][0] >= alpha)
+        (a0, e0), (a1, e1) = pts[i - 1], pts[i]
+    e = e0 + (e1 - e0) * (alpha - a0) / (a1 - a0)
+    return max(0.0, e), not inside
+
+
+def speedup_at(
+    section: Mapping[str, Any], alpha: float, batch: int, k: int | None = None
+) -> tuple[float, int, bool] | None:
+    """(E, k, extrapolated) at α and B: with the given k, else the k whose interpolated E is highest."""
+    ks = [k] if k is not None else sorted({int(c["k"]) for c in section.get("cells") or []})
+    best: tuple[float, int, bool] | None = None
+    for kk in ks:
+        got = surface_e(section, alpha, kk, batch)
+        if got is not None and (best is None or got[0] > best[0]):
+            best = (got[0], kk, got[1])
+    return best
+
+
+def alpha_for_speedup(
+    section: Mapping[str, Any], speedup: float, batch: int, k: int | None = None, *, step: float = 0.001
+) -> tuple[float, int, bool] | None:
+    """The smallest α in [0, 1] whose E (at k, or the best k) reaches ``speedup`` at B: (α, k, extrapolated).
+
+    Scanned in steps of 0.001 along the piecewise-linear surface; None when even α = 1 falls short.
+    """
+    n = round(1.0 / step)
+    for i in range(n + 1):
+        alpha = i / n
+        got = speedup_at(section, alpha, batch, k)
+        if got is not None and got[0] >= speedup:
+            return alpha, got[1], got[2]
+    return None
+
+
+def _crossing(pts: Sequence[tuple[float, float]], level: float = 1.0) -> float | None:
+    """The smallest α where the piecewise-linear E(α) reaches ``level`` from below; None if it never does."""
+    if pts and pts[0][1] >= level:
+        return pts[0][0]
+    for (a0, e0), (a1, e1) in itertools.pairwise(pts):
+        if e0 < level <= e1:
+            return a0 + (level - e0) * (a1 - a0) / (e1 - e0)
+    return None
+
+
+def break_even(section: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The α where E = 1: per (k, B), and per B with the best k (the lowest α any k breaks even at).
+
+    ``where`` says how to read it: "inside" (E crosses 1 between two measured α), "below" (E ≥ 1 already at
+    the smallest α measured: the break-even lies at or below it) or "above" (E < 1 at every α measured).
+    """
+    ks = sorted({int(c["k"]) for c in section.get("cells") or []})
+    batches = sorted({int(c["batch"]) for c in section.get("cells") or []})
+    per: list[dict[str, Any]] = []
+    for b in batches:
+        for k in ks:
+            pts = _cells(section, k, b)
+            if not pts:
+                continue
+            alpha = _crossing(pts)
+            if alpha is None:
+                where = "above"
+            elif pts[0][1] >= 1.0:
+                where = "below"
+            else:
+                where = "inside"
+            per.append({"batch": b, "k": k, "alpha": alpha, "where": where,
+                        "measured": [pts[0][0], pts[-1][0]]})  # fmt: skip
+    best = []
+    for b in batches:
+        rows = [r for r in per if r["batch"] == b and r["alpha"] is not None]
+        if rows:
+            r = min(rows, key=lambda r: r["alpha"])
+            best.append({"batch": b, "alpha": r["alpha"], "k": r["k"], "where": r["where"]})
+        else:
+            best.append({"batch": b, "alpha": None, "k": None, "where": "above"})
+    return {"per_k": per, "best": best}
+
+
+def best_k(section: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per measured (α, B): the k with the highest E, or k = 0 when no k reaches E = 1."""
+    cells = [c for c in section.get("cells") or [] if c.get("e") is not None]
+    out = []
+    for alpha in sorted({float(c["alpha"]) for c in cells}):
+        for b in sorted({int(c["batch"]) for c in cells}):
+            here = [c for c in cells if abs(float(c["alpha"]) - alpha) < 1e-9 and c["batch"] == b]
+            if not here:
+                continue
+            top = max(here, key=lambda c: float(c["e"]))
+            pays = float(top["e"]) >= 1.0
+            out.append({"alpha": alpha, "batch": b, "k": int(top["k"]) if pays else 0,
+                        "e": float(top["e"]) if pays else 1.0,
+                        "best_speculative_e": float(top["e"])})  # fmt: skip
+    return out
+
+
+def overlay_points(result: Mapping[str, Any], source: str) -> list[dict[str, Any]]:
+    """The real (domain, draft, k, α, E_meas) points of a bench/select/tune result or a monitor window.
+
+    bench-like results give one point per candidate and category (``candidates[].by_category``, with the
+    run's E_meas at batch 1); a ``monitor --requests`` result (``windows`` or ``domains``) one per domain
+    window, without an E.
+    """
+    points: list[dict[str, Any]] = []
+    # load/sweep results have candidates too, measured under load: their E is not a batch-1 E_meas.
+    candidates = result.get("candidates") if result.get("kind") in _BATCH1_KINDS else None
+    for c in candidates or []:
+        draft, k = c.get("draft"), c.get("k")
+        if not isinstance(k, int):
+            continue
+        for domain, summary in (c.get("by_category") or {}).items():
+            alpha = (summary or {}).get("acceptance_rate")
+            if alpha is not None:
+                points.append({"source": source, "domain": str(domain), "draft": draft, "k": k,
+                               "alpha": float(alpha), "measured_e": summary.get("speedup_measured"),
+                               "requests": summary.get("requests")})  # fmt: skip
+    for window in _monitor_windows(result):
+        alpha = window.get("acceptance_rate")
+        if alpha is not None:
+            domain = str(window.get("domain") or "all")
+            if window.get("tenant"):
+                domain = f"{window['tenant']}/{domain}"
+            points.append({"source": source, "domain": domain, "draft": None, "k": None,
+                           "alpha": float(alpha), "measured_e": None,
+                           "requests": window.get("requests")})  # fmt: skip
+    return points
+
+
+def _monitor_windows(result: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """A ``monitor --requests --json`` result's windows (one per domain and tenant and interval): the
+    latest of each domain and tenant. They carry no k: the overlay reads them at the surface's largest k."""
+    last: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+    for w in result.get("windows") or []:
+        if isinstance(w, Mapping) and "domain" in w:
+            last[(w.get("tenant"), w.get("domain"))] = w
+    return last.values()
+
+
+def overlay(
+    section: Mapping[str, Any], points: Sequence[Mapping[str, Any]], *, at_alpha: float | None = None
+) -> list[dict[str, Any]]:
+    """Each real point on the surface at its own α and k, at every measured B (and at ``at_alpha`` too).
+
+    A point whose k was not measured is placed at the measured k nearest to it and says so (``k_used``).
+    """
+    ks = sorted({int(c["k"]) for c in section.get("cells") or []})
+    batches = sorted({int(c["batch"]) for c in section.get("cells") or []})
+    out = []
+    for p in points:
+        if not ks:
+            break
+        measured_k = p.get("k")
+        k_real: int = measured_k if isinstance(measured_k, int) else ks[-1]
+        k = min(ks, key=lambda x: (abs(x - k_real), x))
+        row: dict[str, Any] = {**p, "k_used": k, "surface": [], "at": None}
+        for b in batches:
+            e = surface_e(section, float(p["alpha"]), k, b)
+            row["surface"].append({"batch": b, "e": None if e is None else e[0],
+                                   "extrapolated": None if e is None else e[1]})  # fmt: skip
+        if at_alpha is not None:
+            at = []
+            for b in batches:
+                e = surface_e(section, at_alpha, k, b)
+                at.append({"batch": b, "e": None if e is None else e[0],
+                           "extrapolated": None if e is None else e[1]})  # fmt: skip
+            row["at"] = {"alpha": at_alpha, "surface": at}
+        out.append(row)
+    return out
+
+
+def _x(e: float | None) -> str:
+    return "—" if e is None else f"{e:.2f}×"
+
+
+def describe_overlay(row: Mapping[str, Any]) -> str:
+    """One line: "legal today α 0.02 with draft-general (k=4): 0.62× measured; on the surface 0.60× at
+    B=1, 0.55× at B=8; at α 0.65: 1.90× at B=1, 1.20× at B=8"."""
+    who = f" with {row['draft']}" if row.get("draft") else ""
+    if row.get("k") is None:
+        k = f"k unknown, read at k={row['k_used']}"
+    else:
+        k = f"k={row['k_used']}" + ("" if row["k"] == row["k_used"] else f", measured at k={row['k']}")
+    text = f"{row['domain']} today α {float(row['alpha']):.2f}{who} ({k})"
+    if row.get("measured_e") is not None:
+        text += f": {_x(float(row['measured_e']))} measured at B=1"
+    parts = [
+        f"{_x(s['e'])} at B={s['batch']}" + ("*" if s.get("extrapolated") else "") for s in row["surface"]
+    ]
+    text += "; on the surface " + ", ".join(parts)
+    at = row.get("at")
+    if at:
+        parts = [
+            f"{_x(s['e'])} at B={s['batch']}" + ("*" if s.get("extrapolated") else "") for s in at["surface"]
+        ]
+        text += f"; at α {float(at['alpha']):.2f}: " + ", ".join(parts)
+    return text
