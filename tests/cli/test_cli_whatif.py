@@ -87,6 +87,12 @@ def test_standin_draft_and_overlay(tiny, tmp_path: Path) -> None:
     for row in s["overlay"]:
         assert row["k_used"] == 2 and row["at"]["alpha"] == 0.8 and row["surface"][0]["e"] is not None
     assert "today α" in result.output
+    html = tmp_path / "report.html"
+    report = _run("report", out, "--out", html)
+    assert report.exit_code == 0, report.output
+    text = html.read_text(encoding="utf-8")
+    assert "What if: E_meas(α, k, B)" in text and "Measured domains on the surface" in text
+    assert "not the target&#x27;s text" in text or "not the target's text" in text
 
 
 @pytest.mark.parametrize(
@@ -125,3 +131,69 @@ def test_standin_needs_a_native_target_and_excludes_a_draft(tiny) -> None:
         "--no-store",
     )
     assert result.exit_code == 2  # bench has no --standin option at all
+
+
+def _whatif_file(path: Path) -> Path:
+    """A what-if result with a known surface: E = 0.5 + 2α at k=4, B=1; E = 0.4 + α at B=8."""
+    cells = [
+        {"alpha": a, "k": 4, "batch": b, "e": (0.5 + 2 * a) if b == 1 else (0.4 + a)}
+        for a in (0.2, 0.4, 0.6, 0.8)
+        for b in (1, 8)
+    ]
+    path.write_text(json.dumps({"kind": "whatif", "whatif": {"cells": cells, "batches": [1, 8]}}))
+    return path
+
+
+MONEY = ["--monthly-tokens", "3B", "--baseline-throughput", "250", "--price-baseline", "4",
+         "--price-speculative", "4.4", "--engineering-cost", "40k"]  # fmt: skip
+
+
+def test_roi_from_whatif_prices_the_surface_at_alpha_and_finds_the_alpha_that_pays_back(
+    tmp_path: Path,
+) -> None:
+    from specmeter.economics import RoiInputs, compute_roi
+    from specmeter.economics.roi import speedup_for_payback
+
+    src, out = _whatif_file(tmp_path / "w.json"), tmp_path / "roi.json"
+    r = _run(
+        "roi", "--from-whatif", src, "--alpha", 0.65, "--batch", 1, *MONEY, "--target-roi", 6, "--json", out
+    )
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    at = data["at_alpha"]
+    assert at["speedup"] == pytest.approx(0.5 + 2 * 0.65) and at["extrapolated"] is False and at["k"] == 4
+    inputs = RoiInputs(3e9, 250, 4, 4.4, 0.5 + 2 * 0.65, 40e3)
+    assert at["monthly_savings"] == pytest.approx(compute_roi(inputs).monthly_savings)
+    needed = speedup_for_payback(inputs, 6)
+    assert needed is not None and data["payback"]["speedup_needed"] == pytest.approx(needed)
+    alpha = data["payback"]["alpha_needed"]
+    assert 0.5 + 2 * alpha >= needed > 0.5 + 2 * (alpha - 0.001)  # the smallest α on the 0.001 grid
+    assert "a draft must reach α ≥" in r.output
+    # Beyond the α measured: extrapolated, and said.
+    r = _run("roi", "--from-whatif", src, "--alpha", 0.9, "--batch", 8, *MONEY)
+    assert r.exit_code == 0 and "extrapolated" in r.output
+
+
+def test_roi_from_whatif_mistakes_are_one_line(tmp_path: Path) -> None:
+    src = _whatif_file(tmp_path / "w.json")
+    assert_usage_error(_run("roi", "--from-whatif", src, "--alpha", 0.6, *MONEY), "--batch", "B = 1, 8")
+    assert_usage_error(_run("roi", "--from-whatif", src, "--alpha", 0.6, "--batch", 4, *MONEY), "--batch 4")
+    assert_usage_error(_run("roi", "--from-whatif", src, "--batch", 1, *MONEY), "--alpha", "--target-roi")
+    assert_usage_error(_run("roi", "--alpha", 0.6, *MONEY), "only with --from-whatif")
+    other = tmp_path / "bench.json"
+    other.write_text(json.dumps({"kind": "bench"}))
+    assert_usage_error(_run("roi", "--from-whatif", other, "--alpha", 0.6, *MONEY), "not a whatif result")
+    assert_usage_error(_run("roi", "--from-whatif", src, "--alpha", 1.5, "--batch", 1, *MONEY), "--alpha")
+
+
+def test_explicit_rates_are_measured_as_given(tiny, tmp_path: Path) -> None:
+    out = tmp_path / "w.json"
+    result = _run(
+        "whatif", "--target", tiny.target, "--draft", tiny.draft, "--prompts", bundled_prompts("smoke"),
+        "--rates", "1,1", "--rates", "0,0", "--k", 2, "--limit", 3, "--max-tokens", 16, "--cost-repeats", 2,
+        "--json", out, "--no-store", "-q",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cells = {c["alpha"]: c for c in json.loads(out.read_text())["whatif"]["cells"]}
+    assert set(cells) == {1.0, 0.0} and all(c["profile"] == "given" for c in cells.values())
+    assert cells[1.0]["measured_alpha"] == 1.0 and cells[0.0]["measured_alpha"] == 0.0

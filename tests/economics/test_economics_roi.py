@@ -55,3 +55,20 @@ def test_bad_inputs_name_the_field() -> None:
             compute_roi(seed_case(**{field: value}))
     with pytest.raises(ValueError):
         price_ratio_for_saving(2.5, 1.0)
+
+
+def test_speedup_for_payback_pays_back_in_exactly_that_many_months() -> None:
+    from specmeter.economics.roi import speedup_for_payback
+
+    base = RoiInputs(3e9, 2500, 4.0, 7.0, 1.0, 40_000)
+    for months in (1.0, 6.0, 24.0):
+        big = RoiInputs(3e11, 2500, 4.0, 7.0, 1.0, 40_000)
+        e = speedup_for_payback(big, months)
+        assert e is not None and e > 7.0 / 4.0
+        r = compute_roi(RoiInputs(3e11, 2500, 4.0, 7.0, e, 40_000))
+        assert r.payback_months == pytest.approx(months)
+    # The whole baseline bill (1,333/month here) cannot repay 40,000 within 6 months at any speedup.
+    assert speedup_for_payback(base, 6.0) is None
+    # No engineering cost: any saving will do, E above the price ratio.
+    free = RoiInputs(3e9, 2500, 4.0, 7.0, 1.0, 0.0)
+    assert speedup_for_payback(free, 1.0) == pytest.approx(7.0 / 4.0)

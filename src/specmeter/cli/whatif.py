@@ -13,13 +13,35 @@ from typing import Annotated, Any
 import typer
 
 from specmeter.cli import options as opt
-from specmeter.cli.common import RichReporter, console, end, measure_errors, parse_float_list, parse_int_list
+from specmeter.cli.common import (
+    RichReporter,
+    check_range,
+    console,
+    end,
+    fail,
+    measure_errors,
+    parse_float_list,
+    parse_int_list,
+)
 from specmeter.measuring.config import BENCH_K
 from specmeter.measuring.whatif import WHATIF_ALPHAS, WHATIF_BATCHES
 
 
 def _list(values: tuple[float, ...] | tuple[int, ...]) -> str:
     return ",".join(f"{v:g}" for v in values)
+
+
+def _rates(text: str) -> list[float]:
+    """One ``--rates`` profile, in order and with repeats (``1,1,0.5`` is three positions)."""
+    out = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            fail(f"--rates: {text!r} is not a comma-separated list of rates")
+        check_range("--rates", value, low=0, high=1)
+        out.append(value)
+    return out
 
 
 @opt.measuring_command()
@@ -75,7 +97,7 @@ def whatif(
     alphas = (
         [] if rates and alpha == _list(WHATIF_ALPHAS) else parse_float_list(alpha, "--alpha", low=0, high=1)
     )
-    profiles = [parse_float_list(r, "--rates", low=0, high=1) for r in rates or []]
+    profiles = [_rates(r) for r in rates or []]
     ks = parse_int_list(k, "--k")
     batches = parse_int_list(batch, "--batch")
     cfg_measure = opt.measure_config(

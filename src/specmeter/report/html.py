@@ -31,6 +31,7 @@ from specmeter.report.console import (
 from specmeter.report.fmt import (
     DASH,
     as_float,
+    dig,
     fmt_bytes,
     fmt_int,
     fmt_ms,
@@ -56,6 +57,7 @@ from specmeter.report.html_charts import (
 from specmeter.report.html_machine import machine_section
 from specmeter.report.html_svg import esc
 from specmeter.report.html_sweep import sweep_section
+from specmeter.report.html_whatif import whatif_section
 
 __all__ = ["render_report", "write_report"]
 
@@ -78,14 +80,6 @@ svg .whisker{stroke:#111827;stroke-width:2}
 """
 
 
-def _get(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], danger_col: int | None = None) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
@@ -101,7 +95,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], danger_col: in
 def _danger(s: Any) -> str:
     """A category row's cell: the figures that put it in the danger zone, not the full sentence (that is
     said once per candidate, in the candidates table)."""
-    flag = _get(s, "danger_zone")
+    flag = dig(s, "danger_zone")
     if flag is True:
         return "DANGER: " + "; ".join(danger_tags(s))
     return "ok" if flag is False else DASH
@@ -112,20 +106,20 @@ def _candidate_danger(c: Any) -> str:
     note = danger_note(c, label=False) if isinstance(c, Mapping) else None
     if note is not None:
         return "DANGER: " + note
-    return "ok" if _get(c, "summary", "danger_zone") is False else DASH
+    return "ok" if dig(c, "summary", "danger_zone") is False else DASH
 
 
 def _alpha(s: Any) -> str:
-    rate = fmt_rate(_get(s, "acceptance_rate"), _get(s, "accepted_tokens"), _get(s, "drafted_tokens"))
-    return with_ci(rate, _get(s, "acceptance_rate_ci"))
+    rate = fmt_rate(dig(s, "acceptance_rate"), dig(s, "accepted_tokens"), dig(s, "drafted_tokens"))
+    return with_ci(rate, dig(s, "acceptance_rate_ci"))
 
 
 def _e_meas(s: Any) -> str:
-    return with_ci(fmt_speedup(_get(s, "speedup_measured")), _get(s, "speedup_measured_ci"))
+    return with_ci(fmt_speedup(dig(s, "speedup_measured")), dig(s, "speedup_measured_ci"))
 
 
 def _dist(s: Any, key: str, q: str) -> str:
-    return fmt_ms(_get(s, key, q))
+    return fmt_ms(dig(s, key, q))
 
 
 _CANDIDATE_HEADERS = (
@@ -143,24 +137,24 @@ def _latency_cells(s: Any) -> list[str]:
         _dist(s, "ttft_ms", "p50"),
         _dist(s, "tpot_ms", "p50"),
         _dist(s, "gap_ms", "p99"),
-        fmt_num(_get(s, "jitter")),
-        fmt_int(_get(s, "stalls")),
+        fmt_num(dig(s, "jitter")),
+        fmt_int(dig(s, "stalls")),
     ]
 
 
 def _candidates_table(result: Mapping[str, Any]) -> str:
     rows = []
-    base = _get(result, "baseline", "summary")
+    base = dig(result, "baseline", "summary")
     if isinstance(base, Mapping):
         rows.append([BASELINE, DASH, DASH, DASH, "1.00×", DASH, *_latency_cells(base), DASH, DASH])
     for c in result.get("candidates") or []:
         s = c.get("summary") if isinstance(c, Mapping) else None
         models = " / ".join(
-            fmt_speedup(_get(s, k)) for k in ("speedup_seed", "speedup_leviathan", "speedup_calibrated")
+            fmt_speedup(dig(s, k)) for k in ("speedup_seed", "speedup_leviathan", "speedup_calibrated")
         )
-        beta = with_ci(fmt_num(_get(s, "beta"), 3), _get(s, "beta_ci"))
-        tau = with_ci(fmt_num(_get(s, "acceptance_length")), _get(s, "acceptance_length_ci"))
-        extra = fmt_bytes(_get(s, "extra_memory_bytes"))
+        beta = with_ci(fmt_num(dig(s, "beta"), 3), dig(s, "beta_ci"))
+        tau = with_ci(fmt_num(dig(s, "acceptance_length")), dig(s, "acceptance_length_ci"))
+        extra = fmt_bytes(dig(s, "extra_memory_bytes"))
         rows.append(
             [
                 candidate_label(c),
@@ -202,13 +196,13 @@ def _load_table(result: Mapping[str, Any]) -> str | None:
             rows.append(
                 [
                     level + role,
-                    fmt_num(_get(load, "effective_concurrency")),
-                    fmt_int(_get(load, "completed")),
-                    fmt_int(_get(load, "failed")),
+                    fmt_num(dig(load, "effective_concurrency")),
+                    fmt_int(dig(load, "completed")),
+                    fmt_int(dig(load, "failed")),
                     ttft,
                     _dist(s, "tpot_ms", "p50"),
                     _dist(s, "gap_ms", "p99"),
-                    fmt_num(_get(load, "output_tokens_per_s"), 0),
+                    fmt_num(dig(load, "output_tokens_per_s"), 0),
                     _e_meas(s) if not role else DASH,
                 ]
             )
@@ -223,10 +217,10 @@ def _load_table(result: Mapping[str, Any]) -> str | None:
 def _category_table(result: Mapping[str, Any]) -> str | None:
     rows = []
     for c in result.get("candidates") or []:
-        for category, s in sorted((_get(c, "by_category") or {}).items()):
-            tau = fmt_num(_get(s, "acceptance_length"))
-            requests = fmt_int(_get(s, "requests"))
-            jitter = fmt_num(_get(s, "jitter"))
+        for category, s in sorted((dig(c, "by_category") or {}).items()):
+            tau = fmt_num(dig(s, "acceptance_length"))
+            requests = fmt_int(dig(s, "requests"))
+            jitter = fmt_num(dig(s, "jitter"))
             rows.append(
                 [str(category), candidate_label(c), requests, _alpha(s), tau, _e_meas(s), jitter, _danger(s)]
             )
@@ -236,14 +230,14 @@ def _category_table(result: Mapping[str, Any]) -> str | None:
 def _bandwidth_table(result: Mapping[str, Any]) -> str | None:
     """Weight traffic per token, the bandwidth it takes at the measured decode rate, and its share of the
     device's measured copy bandwidth (docs/metrics.md, "Memory and bandwidth")."""
-    runs = [(BASELINE, _get(result, "baseline", "summary"))]
+    runs = [(BASELINE, dig(result, "baseline", "summary"))]
     runs += [
         (candidate_label(c), c.get("summary"))
         for c in result.get("candidates") or []
         if isinstance(c, Mapping)
     ]
     rows = [
-        [label, fmt_bytes(_get(s, "weight_traffic_per_token")), fmt_num(_get(s, "decode_tokens_per_s"), 1),
+        [label, fmt_bytes(dig(s, "weight_traffic_per_token")), fmt_num(dig(s, "decode_tokens_per_s"), 1),
          bandwidth(s)]
         for label, s in runs
         if isinstance(s, Mapping)
@@ -261,7 +255,7 @@ def _bandwidth_table(result: Mapping[str, Any]) -> str | None:
 def _roi_section(result: Mapping[str, Any], roi: RoiInputs | None) -> str:
     rows = []
     for c in result.get("candidates") or []:
-        e = as_float(_get(c, "summary", "speedup_measured"))
+        e = as_float(dig(c, "summary", "speedup_measured"))
         if e is None or e <= 0:
             continue
         if roi is None:
@@ -336,12 +330,12 @@ def render_report(
 ) -> str:
     """The whole report as one HTML string. ``records`` (slot → request records) enable the gap ECDF and
     the timeline; without them those sections fall back to the summary or say what is missing."""
-    config = _get(result, "run", "config") or {}
+    config = dig(result, "run", "config") or {}
     drafts = config.get("drafts")
     meta = [
         ("source", source or DASH),
         ("kind", str(result.get("kind", DASH))),
-        ("started", str(_get(result, "run", "started_at") or DASH)),
+        ("started", str(dig(result, "run", "started_at") or DASH)),
         ("target", str(config.get("target", DASH))),
         ("drafts", ", ".join(map(str, drafts)) if isinstance(drafts, list) else DASH),
         ("prompts", str(config.get("prompts", DASH))),
@@ -373,7 +367,7 @@ def render_report(
     busy = hygiene_line(result)
     busy_box = []
     if busy is not None:
-        level = "bad" if _get(result, "hygiene", "verdict") == "unusable" else "warn"
+        level = "bad" if dig(result, "hygiene", "verdict") == "unusable" else "warn"
         busy_box = [f"<p class='verdict {level}'>{esc(busy.plain.lstrip('⚠ '))}</p>"]
     timeline = timeline_chart(records, request_id)
     body = [
@@ -384,6 +378,7 @@ def render_report(
         f"<p class='verdict {cls}'>{esc(line.plain)}</p>",
         *(["<h2>Load levels</h2>", load] if (load := _load_table(result)) else []),
         *sweep_section(result),
+        *whatif_section(result),
         "<h2>Candidates</h2>",
         _candidates_table(result),
         _failures_section(records),
