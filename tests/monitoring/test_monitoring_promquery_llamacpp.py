@@ -1,5 +1,5 @@
-"""monitor --prometheus --server llamacpp: the queries use llama.cpp's ``spec_decode_*`` counters (S, D, A,
-hence α and τ), not the fork builds' ``n_drafted_*`` names, and ask for no per-position counter.
+"""monitor --prometheus --server llamacpp: the queries use llama.cpp's ``spec_decode_*`` counters (S, D, A
+and per position, hence α, τ and per-position rates), not the fork builds' ``n_drafted_*`` names.
 
 A fake Prometheus answers each counter by its exact name with the values of the recorded llama-server fixture
 (tests/fixtures/llamacpp/0c1e570), and records every query asked.
@@ -35,6 +35,7 @@ COUNTERS = {
     "llamacpp:spec_decode_num_accepted_tokens_total": FIXTURE["accepted"],  # A
     "llamacpp:tokens_predicted_total": FIXTURE["generation_tokens"],
 }
+PER_POS = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
 
 
 def counter_of(query: str) -> str:
@@ -51,6 +52,11 @@ def fake_prometheus(asked: list[str]) -> Starlette:
         result = []
         if name in COUNTERS:
             result = [{"metric": {"instance": "cpu-a"}, "values": [[start, str(COUNTERS[name])]]}]
+        elif name == PER_POS:
+            result = [
+                {"metric": {"instance": "cpu-a", "position": str(i)}, "values": [[start, str(v)]]}
+                for i, v in enumerate(FIXTURE["accepted_per_position"])
+            ]
         return JSONResponse({"status": "success", "data": {"resultType": "matrix", "result": result}})
 
     return Starlette(routes=[Route("/api/v1/query_range", query_range_route)])
@@ -71,17 +77,19 @@ def test_llamacpp_queries_name_the_spec_decode_counters() -> None:
         "accepted": "llamacpp:spec_decode_num_accepted_tokens_total",
         "generation_tokens": "llamacpp:tokens_predicted_total",
     }
+    per_position = queries.pop("per_position")
     assert queries == {
         canon: f'sum by (instance) (increase({name}{{job="llama"}}[60000ms]))'
         for canon, name in names.items()
     }
-    # Per position is asked of vLLM only; the fork builds' names are never asked for.
-    assert not any("per_pos" in q or "n_drafted" in q for q in queries.values())
+    assert per_position == f'sum by (instance, position) (increase({PER_POS}{{job="llama"}}[60000ms]))'
+    # The fork builds' names are never asked for.
+    assert not any("n_drafted" in q for q in queries.values())
     vllm = PrometheusSource("http://prom", W, "instance").queries()
     assert "per_position" in vllm and all(q.count("vllm:") == 1 for q in vllm.values())
 
 
-def test_llamacpp_windows_have_alpha_and_tau_without_per_position(prom: Any) -> None:
+def test_llamacpp_windows_have_alpha_tau_and_per_position(prom: Any) -> None:
     url, _ = prom
     source = PrometheusSource(url, W, "instance", kind="llamacpp")
 
@@ -96,7 +104,10 @@ def test_llamacpp_windows_have_alpha_and_tau_without_per_position(prom: Any) -> 
     assert (a.steps, a.drafted_tokens, a.accepted_tokens) == (s, d, acc)
     assert a.acceptance_rate == pytest.approx(acc / d)
     assert a.acceptance_length == pytest.approx(1 + acc / s)
-    assert a.per_position is None
+    assert a.per_position is not None
+    assert [p["cumulative"] for p in a.per_position] == pytest.approx(
+        [v / s for v in FIXTURE["accepted_per_position"]]
+    )
     assert a.tokens_per_s == pytest.approx(FIXTURE["generation_tokens"] / W)
 
 
@@ -112,7 +123,7 @@ def test_cli_server_llamacpp_asks_for_llamacpp_names(prom: Any, tmp_path: Path) 
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert sorted(map(counter_of, asked)) == sorted(COUNTERS)
+    assert sorted(map(counter_of, asked)) == sorted([*COUNTERS, PER_POS])
     (window,) = json.loads(out.read_text("utf-8"))["windows"]
     assert window["acceptance_rate"] == pytest.approx(FIXTURE["accepted"] / FIXTURE["draft_tokens"])
     assert window["acceptance_length"] == pytest.approx(1 + FIXTURE["accepted"] / FIXTURE["drafts"])

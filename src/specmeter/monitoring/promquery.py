@@ -27,8 +27,9 @@ windows).
 With ``--server llamacpp`` (``kind="llamacpp"``; never detected here, the default is vLLM's names) the
 queries name llama.cpp's counters from ``adapters.counter_names``: ``llamacpp:spec_decode_num_drafts_total``
 (S), ``…_num_draft_tokens_total`` (D), ``…_num_accepted_tokens_total`` (A) and
-``llamacpp:tokens_predicted_total``, so α, τ and tokens/s come out as for vLLM. The per-position query is
-vLLM's only (``VLLM_PER_POS``): llama.cpp windows have no per-position rates, hence no β. The fork builds'
+``llamacpp:tokens_predicted_total``, and its per-position counter
+``llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position}`` (``LLAMACPP_PER_POS``, labelled like
+vLLM's), so α, τ, per-position rates and tokens/s come out as for vLLM. The fork builds'
 ``llamacpp:n_drafted_*`` names, which a direct scrape still reads, are not asked for.
 """
 
@@ -50,6 +51,7 @@ from specmeter.monitoring.adapters import (
     DRAFT_TOKENS,
     DRAFTS,
     GENERATION_TOKENS,
+    LLAMACPP_PER_POS,
     VLLM_PER_POS,
     CounterDelta,
     counter_names,
@@ -142,8 +144,9 @@ class PrometheusSource:
             for canon in _COUNTERS
             if canon in names
         }
-        if self.kind == "vllm":
-            out[_PER_POS] = f"sum by ({self.group_by}, position) (increase({VLLM_PER_POS}{sel}[{w}]))"
+        per_pos = {"vllm": VLLM_PER_POS, "llamacpp": LLAMACPP_PER_POS}.get(self.kind)
+        if per_pos is not None:  # both label the position "position"
+            out[_PER_POS] = f"sum by ({self.group_by}, position) (increase({per_pos}{sel}[{w}]))"
         return out
 
     def target(self, metric: Mapping[str, str]) -> str:
@@ -213,7 +216,7 @@ class PrometheusMonitor(Monitor):
             return  # the same windows are asked for again at the next tick
         self.last_end = last
         for w in windows:
-            tracker = self.trackers.setdefault(w.target, WindowTracker(w.target, "vllm"))
+            tracker = self.trackers.setdefault(w.target, WindowTracker(w.target, self.source.kind))
             tracker.history.append(w)
             await self._publish(w, tracker)
 
