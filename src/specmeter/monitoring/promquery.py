@@ -54,6 +54,7 @@ from specmeter.monitoring.adapters import (
     LLAMACPP_PER_POS,
     VLLM_PER_POS,
     CounterDelta,
+    ServerKind,
     counter_names,
     position_key,
 )
@@ -132,7 +133,7 @@ class PrometheusSource:
     window: float  # seconds; also the query step
     group_by: str = "model_name"
     selector: str = ""  # label matchers without braces: job="vllm",namespace="prod"
-    kind: str = "vllm"
+    kind: ServerKind = "vllm"
     k: int | None = None
 
     def queries(self) -> dict[str, str]:
