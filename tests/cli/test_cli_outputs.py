@@ -11,6 +11,7 @@ otherwise start serving or training are stubbed or given one step so a regressio
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ class Case:
 
 
 SCRAPE = ("monitor", "--scrape", "http://127.0.0.1:9/metrics", "--once", "--interval", "1s")
+SWEEP = ("sweep", "--endpoint", "0=http://127.0.0.1:9", "--endpoint", "2=http://127.0.0.1:9",
+         "--prompts", "{P}")  # fmt: skip
 ROI = ("roi", "--speedup", "1.5", "--monthly-tokens", "1B", "--baseline-throughput", "100",
        "--baseline-price", "2")  # fmt: skip
 CASES = [
@@ -108,6 +111,12 @@ CASES = [
     Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--json"),
     Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--csv", same_as="{P}"),
     Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--log"),
+    Case("sweep", SWEEP, "--json"),
+    Case("sweep", SWEEP, "--csv", same_as="{P}"),
+    Case("sweep", SWEEP, "--log", same_as="{P}"),
+    Case("sweep", SWEEP, "--schedule-out"),
+    Case("sweep", SWEEP, "--store"),
+    Case("sweep", SWEEP, "--logs", directory=True),
     Case("monitor", SCRAPE, "--history"),
     Case("monitor", SCRAPE, "--alerts-log"),
     Case("monitor", ("monitor", "--requests", "{L}", "--once"), "--json", same_as="{L}"),
@@ -225,3 +234,47 @@ def test_an_input_is_never_an_output(
     result = _run(case, inputs, tmp_path, target, monkeypatch)
     _assert_one_error(result, case, "an output never overwrites an input")
     assert {p: p.read_bytes() for p in before} == before
+
+
+def test_one_path_for_three_outputs_is_one_error_before_any_work(
+    inputs: dict[str, Path], tmp_path: Path, monkeypatch: Any
+) -> None:
+    # bench --json X --csv X --log X once exited 0 leaving only the JSON (issue 12). Refused up front: one
+    # error: line naming both later options, exit 2, no model loaded, no file and no run in the store.
+    import specmeter.engine.loader as loader
+
+    def no_load(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a model was loaded although the outputs share one path")
+
+    monkeypatch.setattr(loader, "load_model", no_load)
+    out = tmp_path / "x"
+    args = _fill(("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), inputs, tmp_path)
+    result = runner.invoke(app, [*args, "--json", str(out), "--csv", str(out), "--log", str(out)])
+    _assert_one_error(result, Case("bench", (), "--csv"), "--log", f"{out} is also --json")
+    assert not out.exists()
+    assert not Path(os.environ["SPECMETER_STORE"]).exists()
+
+
+DEFAULT_WORK = [
+    Case("train", ("train", "--corpus", "{C}", "--steps", "1", "--preset", "draft-tiny"), "--out", True),
+    Case("distill", ("distill", "--target", "{T}", "--init", "{D}", "--corpus", "{C}", "--steps", "1"),
+         "--out", True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", DEFAULT_WORK, ids=_ids(DEFAULT_WORK))
+def test_a_bad_out_is_one_error_not_two_with_the_default_work(
+    case: Case, inputs: dict[str, Path], tmp_path: Path, monkeypatch: Any
+) -> None:
+    # Without --work the checkpoint directory is OUT.work: a bad --out used to add a second error line,
+    # about a --work the user never gave. The default is checked (and named as such) only once --out passes.
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("")
+    result = _run(case, inputs, tmp_path, blocker / "x" / "out", monkeypatch)
+    _assert_one_error(result, case, "not a directory")
+    (tmp_path / "o.work").write_text("")
+    result = _run(case, inputs, tmp_path, tmp_path / "o", monkeypatch)
+    _assert_one_error(
+        result, Case(case.name, (), "--work (default OUT.work)"), f"{tmp_path / 'o.work'} is a file"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.work", "plain-file"]

@@ -69,13 +69,6 @@ def test_normalised_and_frozen(tmp_path: Path) -> None:
     assert "vllm" not in data
 
 
-def test_defaults_are_the_class_attributes(tmp_path: Path) -> None:
-    # The CLI reads its defaults from here; a config built without them must carry the same values.
-    cfg = config(tmp_path)
-    for name in ("temperature", "top_p", "max_tokens", "limit", "seed", "cost_repeats", "dtype", "device"):
-        assert getattr(cfg, name) == getattr(MeasureConfig, name), name
-
-
 def test_vllm_options_are_checked_only_for_vllm(tmp_path: Path) -> None:
     pytest.importorskip("torch")  # the method list lives with the vLLM backend, which imports torch
     bad = VllmOptions(tensor_parallel_size=0)

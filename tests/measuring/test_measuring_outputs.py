@@ -57,6 +57,11 @@ def test_two_outputs_on_one_file(tmp_path: Path) -> None:
     assert out == [f"--log: {tmp_path / 'r'} is also --json; every output needs its own file"]
 
 
+def test_three_outputs_on_one_file_are_one_problem(tmp_path: Path) -> None:
+    out = problems({"--json": tmp_path / "r", "--csv": tmp_path / "r", "--log": tmp_path / "r"})
+    assert out == [f"--csv, --log: {tmp_path / 'r'} is also --json; every output needs its own file"]
+
+
 def test_directory_and_file_in_the_way(tmp_path: Path) -> None:
     (tmp_path / "dir").mkdir()
     (tmp_path / "file").write_text("")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import socket
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -64,6 +65,46 @@ def test_nothing_measured_exits_1(fakes: tuple[Behaviour, str, Behaviour, str], 
         "engine exploded)"
     ]
     assert json.loads(prompts.with_name("r.json").read_text())["candidates"][0]["load"]["failed"] == 3
+
+
+# Every request fails some other way than an HTTP status (issue 12 listed each): still nothing measured.
+STREAM_FAILURES = [
+    ("close_midway", "closed"),  # the server drops the stream midway
+    ("stall", "stalled: no data for 0.3s"),  # the stream goes silent (--stall-timeout)
+    ("cut", "without finish_reason or [DONE]"),  # the body ends cleanly, with neither
+    ("error_event", "error event in stream: out of memory"),  # an error event inside the stream
+]
+
+
+@pytest.mark.parametrize(("mode", "needle"), STREAM_FAILURES, ids=[m for m, _ in STREAM_FAILURES])
+def test_every_stream_failing_exits_1(prompts: Path, mode: str, needle: str) -> None:
+    out = prompts.with_name("r.json")
+    with ServerThread(fake_openai(Behaviour(mode=mode)), graceful_timeout=2) as server:
+        args = ["--endpoint", server.url, "--prompts", prompts, "--limit", "2", "--stall-timeout", "0.3"]
+        result = _load(*args, "--json", out)
+    assert result.exit_code == 1, result.output
+    errors = _errors(result)
+    assert len(errors) == 1, result.output
+    assert errors[0].startswith(
+        f"error: nothing measured: none of the 2 request(s) to {server.url} completed"
+    )
+    assert needle in errors[0], errors[0]
+    level = json.loads(out.read_text())["candidates"][0]["load"]
+    assert level["requests_sent"] == 2 and level["completed"] == 0 and level["failed"] == 2
+
+
+def test_connection_refused_exits_1(prompts: Path) -> None:
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    # --model skips the /v1/models lookup (which would end the run with exit 2): every request is refused.
+    result = _load("--endpoint", url, "--model", "m", "--prompts", prompts, "--limit", "2")
+    assert result.exit_code == 1, result.output
+    errors = _errors(result)
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: nothing measured: none of the 2 request(s) to {url}"
+    )
+    assert "connection failed" in errors[0], errors[0]
 
 
 def test_max_error_rate(fakes: tuple[Behaviour, str, Behaviour, str], prompts: Path) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from specmeter.metrics.records import Emission, FinishReason, StepRecord
 from specmeter.monitoring.promtext import parse_metrics
 from specmeter.serving.app import create_app
 from specmeter.serving.client import StreamRequest, stream_request
+from specmeter.serving.engine import Decoding, Emit
 from specmeter.serving.responses import TextStream
 from specmeter.serving.server import ServerThread
 
@@ -69,19 +70,10 @@ class ByteEngine:
     def vocab_size(self) -> int:
         return 256
 
-    def generate(
-        self,
-        prompt_ids: Sequence[int],
-        *,
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int | None,
-        on_emit: Callable[[list[int]], bool | None],
-    ) -> _Result:
+    def generate(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit) -> _Result:
         out: list[int] = []
         reason: FinishReason = "length"
-        for byte in ANSWER.encode("utf-8")[:max_tokens]:
+        for byte in ANSWER.encode("utf-8")[: decoding.max_tokens]:
             while not self.hold.wait(0.01):
                 pass
             out.append(byte)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from specmeter.metrics.records import Emission, FinishReason, StepRecord
-from specmeter.serving.engine import GenerationResult
+from specmeter.serving.engine import Decoding, Emit, GenerationResult
 from specmeter.serving.worker import GenerationWorker, Job
 
 
@@ -38,22 +38,13 @@ class FakeEngine:
         self.started: list[int] = []
         self.step_s, self.fail_on = step_s, fail_on
 
-    def generate(
-        self,
-        prompt_ids: Sequence[int],
-        *,
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int | None,
-        on_emit: Callable[[list[int]], bool | None],
-    ) -> GenerationResult:
+    def generate(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit) -> GenerationResult:
         self.started.append(prompt_ids[0])
         if prompt_ids[0] == self.fail_on:
             raise RuntimeError("boom")
         out: list[int] = []
         reason: FinishReason = "length"
-        for i in range(max_tokens):
+        for i in range(decoding.max_tokens):
             time.sleep(self.step_s)
             out.append(i)
             if on_emit([i]):
@@ -87,10 +78,10 @@ class FakeBatch:
     def live(self) -> int:
         return len(self.seqs)
 
-    def add(self, prompt_ids: Sequence[int], *, max_tokens: int, on_emit: Any, tag: Any, **_: Any) -> None:
+    def add(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit, tag: Any) -> None:
         assert len(self.seqs) < self.max_batch
         self.engine.started.append(prompt_ids[0])
-        self.seqs.append(_Seq(prompt_ids[0], max_tokens, on_emit, tag))
+        self.seqs.append(_Seq(prompt_ids[0], decoding.max_tokens, on_emit, tag))
 
     def step(self) -> list[tuple[Any, _Result]]:
         time.sleep(self.engine.step_s)
@@ -122,10 +113,7 @@ def _job(
         f"r{prompt}",
         "completion",
         (prompt,),
-        max_tokens,
-        0.0,
-        1.0,
-        None,
+        Decoding(max_tokens, 0.0, 1.0),
         on_tokens=lambda t: tokens.extend(t) if tokens is not None else None,
         on_done=on_done,
     )

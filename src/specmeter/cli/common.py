@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
 
 import typer
 from rich.console import Console
@@ -35,10 +35,15 @@ __all__ = [
     "err_console",
     "fail",
     "measure_errors",
+    "parse_float_list",
     "parse_int_list",
+    "parse_option",
     "resolve_store",
     "stdout_is_terminal",
 ]
+
+V = TypeVar("V")
+R = TypeVar("R")
 
 # Redirected to a file or CI log, rich would wrap the result tables at 80 columns; 120 keeps rows whole.
 # COLUMNS still wins when set.
@@ -88,6 +93,25 @@ def end(exit_code: int) -> None:
         raise typer.Exit(exit_code)
 
 
+Errors = type[Exception] | tuple[type[Exception], ...]
+
+
+@overload
+def parse_option(parse: Callable[[V], R], value: V, errors: Errors, prefix: str = "") -> R: ...
+@overload
+def parse_option(parse: Callable[[V], R], value: V | None, errors: Errors, prefix: str = "") -> R | None: ...
+def parse_option(parse: Callable[[V], R], value: V | None, errors: Errors, prefix: str = "") -> R | None:
+    """``parse(value)`` for an option that was given, None for one that was not; the parser's ``errors`` end
+    the command as one ``error:`` line (after ``prefix`` where the parser's message does not name the option).
+    """
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except errors as e:
+        fail(f"{prefix}{e}")
+
+
 def check_range(
     option: str,
     value: float | None,
@@ -135,6 +159,22 @@ def parse_int_list(value: str, option: str) -> list[int]:
             fail(f"{option}: {value!r} is not a positive integer or a comma-separated list of them")
         out.append(int(part))
     return sorted(set(out))
+
+
+def parse_float_list(
+    value: str, option: str, *, low: float, high: float | None = None, low_open: bool = False, unit: str = ""
+) -> list[float]:
+    """``"0.5"`` or ``"0.5,1,2"`` -> the numbers in the order given, repeats dropped; each must be finite and
+    in the range (``check_range``); a bad one fails naming the option (and the ``unit`` where one helps)."""
+    out: list[float] = []
+    for part in value.split(","):
+        try:
+            number = float(part)
+        except ValueError:
+            fail(f"{option}: {part.strip()!r} is not a number" + (f" ({unit})" if unit else ""))
+        check_range(option, number, low=low, high=high, low_open=low_open)
+        out.append(number)
+    return list(dict.fromkeys(out))
 
 
 def stdout_is_terminal() -> bool:

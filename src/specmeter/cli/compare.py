@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.common import check_outputs, console, fail, parse_option
 from specmeter.cli.runs import run_inputs, store_option, store_path
 from specmeter.exitcodes import EXIT_FAILED
 
@@ -128,12 +128,7 @@ def compare(
     from specmeter.store.compare import compare_sources
     from specmeter.store.gate import comparison_to_dict, parse_thresholds, regressions
 
-    thresholds = None
-    if fail_on is not None:
-        try:
-            thresholds = parse_thresholds(fail_on)
-        except ValueError as e:
-            fail(str(e))
+    thresholds = parse_option(parse_thresholds, fail_on, ValueError)
     if resamples < 100:
         fail("--resamples must be >= 100")
     check_outputs({"--json": json_out}, run_inputs([run_a, run_b], store))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from specmeter.cli.common import check_outputs, check_range, check_seed, console, fail
+from specmeter.cli.common import check_range, console, fail
 
 
 def distill(
@@ -36,7 +36,7 @@ def distill(
     """Distil a draft from TARGET on domain prompts; reports held-out draft acceptance before and after."""
     import torch
 
-    from specmeter.cli.train import training_progress
+    from specmeter.cli.train import check_training, training_progress
     from specmeter.engine.loader import load_tokenizer, resolve_device
     from specmeter.modeldir import ModelDirError, inspect_model
     from specmeter.selection.compat import check_compat
@@ -62,14 +62,7 @@ def distill(
         if value < 1:
             fail(f"{name} must be >= 1")
     check_range("--heldout", heldout, low=0)
-    check_range("--lr", lr, low=0, low_open=True, high=1)
-    check_seed("--seed", seed)
-    work = work or out.with_name(out.name + ".work")
-    check_outputs(
-        {},
-        {"--target": target, "--init": init, "--corpus": corpus},
-        directories={"--out": out, "--work": work},
-    )
+    work = check_training(lr, seed, out, work, {"--target": target, "--init": init, "--corpus": corpus})
     try:
         dev = resolve_device(device)
         # Config, tokenizer and weight headers (file sizes included) of both, before any work; the draft

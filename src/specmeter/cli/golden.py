@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, check_seed, console, err_console, fail
+from specmeter.cli.common import check_outputs, check_seed, console, err_console, fail, parse_option
 
 FORMAT_CHOICES = ("auto", "openai", "sharegpt", "csv", "specbench", "specmeter")
 
@@ -70,27 +70,14 @@ def golden(
         fail(f"--scrub-digits must be >= 4, got {scrub_digits}")
     if prompt_column is not None and fmt not in ("auto", "csv"):
         fail("--prompt-column applies to CSV input only")
-    weights = None
-    if mix is not None:
-        try:
-            weights = parse_mix(mix)
-        except MixError as e:
-            fail(str(e))
-    category_rules = None
-    if rules is not None:
-        try:
-            category_rules = load_rules(rules)
-        except RulesError as e:
-            fail(str(e))
+    weights = parse_option(parse_mix, mix, MixError)
+    category_rules = parse_option(load_rules, rules, RulesError)
     count_tokens = None
     if tokenizer is not None:
         from specmeter.engine.loader import load_tokenizer
         from specmeter.modeldir import ModelDirError
 
-        try:
-            tok: Any = load_tokenizer(tokenizer)
-        except ModelDirError as e:
-            fail(f"--tokenizer: {e}")
+        tok: Any = parse_option(load_tokenizer, tokenizer, ModelDirError, "--tokenizer: ")
 
         def count_tokens(text: str) -> int:
             return len(tok(text, add_special_tokens=False)["input_ids"])

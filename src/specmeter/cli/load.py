@@ -9,8 +9,8 @@ per load level). Ctrl-C keeps every finished request on disk and exits 130.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any, cast
@@ -18,6 +18,7 @@ from typing import Any, cast
 import typer
 from rich.markup import escape
 
+from specmeter.cli import load_options as lo
 from specmeter.cli.common import (
     EXIT_INTERRUPTED,
     check_outputs,
@@ -26,38 +27,11 @@ from specmeter.cli.common import (
     console,
     err_console,
     fail,
-    parse_int_list,
+    parse_float_list,
+    parse_option,
 )
 from specmeter.exitcodes import EXIT_FAILED
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
-
-MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
-
-
-def _rates(value: str) -> list[float]:
-    out = []
-    for part in value.split(","):
-        try:
-            rate = float(part)
-        except ValueError:
-            fail(f"--rate: {part.strip()!r} is not a number (requests per second)")
-        if not (math.isfinite(rate) and rate > 0):
-            fail(f"--rate: {part.strip()} must be a finite number > 0 (requests per second)")
-        out.append(rate)
-    return sorted(set(out))
-
-
-def _temperatures(value: str) -> list[float]:
-    out = []
-    for part in value.split(","):
-        try:
-            t = float(part)
-        except ValueError:
-            fail(f"--temperature: {part.strip()!r} is not a number")
-        if not 0.0 <= t <= 2.0:
-            fail(f"--temperature must be in [0, 2], got {part.strip()}")
-        out.append(t)
-    return list(dict.fromkeys(out))
 
 
 def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
@@ -70,10 +44,7 @@ def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
         from specmeter.engine.loader import load_tokenizer
         from specmeter.modeldir import ModelDirError
 
-        try:
-            tok = load_tokenizer(tokenizer)
-        except ModelDirError as e:
-            fail(f"--tokenizer: {e}")
+        tok = parse_option(load_tokenizer, tokenizer, ModelDirError, "--tokenizer: ")
 
         def count(prompt: Any) -> int:
             return len(render_prompt(prompt, tok))
@@ -120,12 +91,11 @@ def _extra_body(value: str | None) -> dict[str, Any]:
 
 
 def load(
+    *,
     endpoint: str = typer.Option(
         ..., "--endpoint", help="Base URL of the server to test (http://host:port)."
     ),
-    prompts: Path = typer.Option(
-        ..., "--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl."
-    ),
+    prompts: lo.Prompts,
     baseline: str | None = typer.Option(
         None, "--baseline", help="Base URL of a non-speculative server: same workload, interleaved → E_meas."
     ),
@@ -146,18 +116,14 @@ def load(
     tokenizer: Path | None = typer.Option(
         None, "--tokenizer", help="--trace: count golden-set prompt tokens with this model's tokenizer."
     ),
-    limit: int | None = typer.Option(
-        None, help="Requests per level and endpoint (default: one pass over prompts)."
-    ),
+    limit: lo.Limit = None,
     duration: float | None = typer.Option(None, help="Seconds per level and endpoint, instead of --limit."),
-    warmup: int = typer.Option(2, help="Warm-up requests per endpoint before measuring."),
-    max_tokens: int = typer.Option(
-        128, "--max-tokens", help="Output tokens per request (unless the prompt says)."
-    ),
+    warmup: lo.Warmup = lo.WARMUP,
+    max_tokens: lo.MaxTokens = lo.MAX_TOKENS,
     temperature: str = typer.Option(
         "0", help="Sampling temperature sent with every request, or several (0,0.7): request i uses the i-th."
     ),
-    top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling sent with every request."),
+    top_p: lo.TopP = lo.TOP_P,
     seed: int = typer.Option(0, help="Seeds Poisson arrivals (and request seeds with --request-seeds)."),
     request_seeds: bool = typer.Option(
         False, "--request-seeds", help="Send request i with seed + i (vLLM: a generator per request)."
@@ -172,11 +138,11 @@ def load(
         "auto",
         help="auto (chat prompts → chat API), completions, chat, or messages (Anthropic /v1/messages).",
     ),
-    model: str | None = typer.Option(None, help="Model name to request (default: the server's first model)."),
+    model: lo.Model = None,
     baseline_model: str | None = typer.Option(
         None, "--baseline-model", help="Model name on the baseline server."
     ),
-    api_key: str | None = typer.Option(None, "--api-key", envvar="SPECMETER_API_KEY", help="Bearer token."),
+    api_key: lo.ApiKey = None,
     k: int | None = typer.Option(
         None, "--k", help="The server's draft length, if its metrics do not reveal it."
     ),
@@ -189,12 +155,8 @@ def load(
     baseline_metrics_url: str | None = typer.Option(None, "--baseline-metrics-url", help="The baseline's."),
     no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape server metrics."),
     extra_body: str | None = typer.Option(None, "--extra-body", help="JSON merged into every request body."),
-    stall_timeout: float = typer.Option(
-        60.0, "--stall-timeout", help="Seconds without data before a stream fails."
-    ),
-    request_timeout: float | None = typer.Option(
-        None, "--request-timeout", help="Seconds per request, overall."
-    ),
+    stall_timeout: lo.StallTimeout = lo.STALL_TIMEOUT,
+    request_timeout: lo.RequestTimeout = None,
     client_processes: int = typer.Option(
         1,
         "--client-processes",
@@ -204,18 +166,11 @@ def load(
     blocks: int | None = typer.Option(
         None, "--blocks", help="Alternation blocks per level (default: automatic)."
     ),
-    slo: str | None = typer.Option(
-        None,
-        "--slo",
-        help="Per-request limits, any subset: ttft_p99_ms=…,tpot_p99_ms=…,gap_p99_ms=…,"
-        "gap_per_token_p99_ms=… → attainment (Wilson 95%) and goodput per level.",
-    ),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the whole result as JSON."),
-    csv_out: Path | None = typer.Option(None, "--csv", help="Write one CSV row per request."),
-    log_out: Path | None = typer.Option(
-        None, "--log", help="Per-request JSONL log (tokens, latency, accepted)."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+    slo: lo.Slo = None,
+    json_out: lo.JsonOut = None,
+    csv_out: lo.CsvOut = None,
+    log_out: lo.LogOut = None,
+    quiet: lo.Quiet = False,
     strict: bool = typer.Option(
         False, "--strict", help="Exit 4 when other processes made this machine busy during the run."
     ),
@@ -243,7 +198,7 @@ def load(
     check_range("--trace-speed", trace_speed, low=0, low_open=True)
     if trace is not None and duration is not None:
         fail("--trace sets the level's length; --duration does not apply")
-    temperatures = _temperatures(temperature)
+    temperatures = parse_float_list(temperature, "--temperature", low=0, high=2)
     if api not in ("auto", "completions", "chat", "messages"):
         fail(f"--api: {api!r} is not one of auto, completions, chat, messages")
     if api == "messages" and any(t > 1.0 for t in temperatures):
@@ -254,29 +209,20 @@ def load(
         fail(f"--server: {server!r} is not one of {', '.join(SERVER_CHOICES)}")
     if not 1 <= client_processes <= 64:
         fail(f"--client-processes must be between 1 and 64, got {client_processes}")
-    for name, value in (("--limit", limit), ("--max-tokens", max_tokens), ("--k", k), ("--blocks", blocks)):
-        if value is not None and value < 1:
-            fail(f"{name} must be >= 1, got {value}")
-    for name, seconds in (
-        ("--duration", duration),
-        ("--stall-timeout", stall_timeout),
-        ("--request-timeout", request_timeout),
-    ):
-        check_range(name, seconds, low=0, low_open=True, high=MAX_SECONDS)
+    check_range("--k", k, low=1)
+    check_range("--blocks", blocks, low=1)
+    timeouts = {
+        "--duration": duration,
+        "--stall-timeout": stall_timeout,
+        "--request-timeout": request_timeout,
+    }
+    lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts)
     if limit is not None and duration is not None:
         fail("--limit and --duration both bound a level; give one of them")
-    slo_spec = None
-    if slo is not None:
-        from specmeter.metrics.slo import SLO, SLOError
+    from specmeter.metrics.slo import SLO, SLOError
 
-        try:
-            slo_spec = SLO.parse(slo, option="--slo")
-        except SLOError as e:
-            fail(str(e))
-    if warmup < 0:
-        fail(f"--warmup must be >= 0, got {warmup}")
+    slo_spec = parse_option(functools.partial(SLO.parse, option="--slo"), slo, SLOError)
     check_range("--max-error-rate", max_error_rate, low=0, high=1)
-    check_range("--top-p", top_p, low=0, low_open=True, high=1)
     check_seed("--seed", seed)
     for name, url in (("--endpoint", endpoint), ("--baseline", baseline)):
         if url is not None and not url.startswith(("http://", "https://")):
@@ -290,10 +236,8 @@ def load(
     if trace is not None:
         entries = _trace(trace, workload.prompts, tokenizer)
         phases = [Phase(trace=True)]
-    elif rate is not None:
-        phases = [Phase(rate=r) for r in _rates(rate)]
     else:
-        phases = [Phase(concurrency=c) for c in parse_int_list(concurrency or "1", "--concurrency")]
+        phases = lo.levels(concurrency, rate)
     kind = kind_from_option(server)
     cfg = LoadConfig(
         endpoint=endpoint,
@@ -334,8 +278,7 @@ def load(
         "endpoint": endpoint,
         "baseline": baseline,
         "prompts": str(prompts),
-        "concurrency": [p.concurrency for p in phases if p.concurrency is not None] or None,
-        "rate": [p.rate for p in phases if p.rate is not None] or None,
+        **lo.levels_config(phases),
         "arrival": arrival if rate else None,
         "burstiness": burstiness if rate and arrival == "gamma" else None,
         "trace": str(trace) if trace is not None else None,

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from specmeter.cli.common import (
-    EXIT_INTERRUPTED,
     check_outputs,
     check_range,
     console,
@@ -25,6 +24,7 @@ from specmeter.cli.common import (
     fail,
     stdout_is_terminal,
 )
+from specmeter.cli.monitor_outputs import watching
 from specmeter.exitcodes import EXIT_FAILED
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
@@ -176,7 +176,6 @@ def monitor(
     from specmeter.monitoring.exporter import MonitorExporter
     from specmeter.monitoring.monitor import MonitorConfig
     from specmeter.monitoring.promtext import metrics_url
-    from specmeter.monitoring.store import HistoryStore
 
     kind = kind_from_option(server)
     factory: Any = None
@@ -200,34 +199,27 @@ def monitor(
         duration=limit,
         once=once,
     )
-    try:
-        store = HistoryStore(history)
-    except Exception as e:  # sqlite3 errors name the problem (unwritable directory, not a database)
-        fail(f"--history {history}: {e}")
-    exporter = MonitorExporter()
-    if export_port is not None:
-        try:
-            bound = exporter.serve(export_port, export_host)
-        except OSError as e:
-            fail(f"--export-port {export_port}: {e.strerror or e}")
-        err_console.print(f"derived metrics on http://{export_host}:{bound}/metrics")
     live = stdout_is_terminal() and not quiet and not once
     from specmeter.monitoring.promquery import PrometheusError
 
-    try:
-        monitor = asyncio.run(
-            _watch(
-                config, rules, store, exporter, alerts_log, webhook, live=live, quiet=quiet, factory=factory
+    exporter = MonitorExporter()
+    with watching(history, exporter, export_port, export_host) as store:
+        try:
+            monitor = asyncio.run(
+                _watch(
+                    config,
+                    rules,
+                    store,
+                    exporter,
+                    alerts_log,
+                    webhook,
+                    live=live,
+                    quiet=quiet,
+                    factory=factory,
+                )
             )
-        )
-    except PrometheusError as e:
-        fail(f"--prometheus: {e}", code=EXIT_FAILED)
-    except KeyboardInterrupt:
-        err_console.print(f"stopped; history in {history}")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    finally:
-        exporter.close()
-        store.close()
+        except PrometheusError as e:
+            fail(f"--prometheus: {e}", code=EXIT_FAILED)
     if json_out is not None:
         from specmeter.report.files import write_json_atomic
 

@@ -12,16 +12,14 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
 from specmeter.cli.common import (
-    EXIT_INTERRUPTED,
     check_outputs,
     console,
     err_console,
     fail,
     stdout_is_terminal,
 )
+from specmeter.cli.monitor_outputs import watching
 from specmeter.monitoring.alerts import AlertRules
 
 if TYPE_CHECKING:
@@ -51,7 +49,6 @@ def run_requests(
     from specmeter.monitoring.domain_exporter import DomainExporter
     from specmeter.monitoring.requestlog import FieldMapError, parse_fields
     from specmeter.monitoring.requestmonitor import RequestMonitor, RequestMonitorConfig
-    from specmeter.monitoring.store import HistoryStore
 
     try:
         fields = parse_fields(fields_text)
@@ -63,19 +60,6 @@ def run_requests(
     check_outputs(
         {"--history": history, "--alerts-log": alerts_log, "--json": json_out}, {"--requests": inputs}
     )
-    try:
-        store = HistoryStore(history)
-    except Exception as e:  # sqlite3 errors name the problem
-        fail(f"--history {history}: {e}")
-    exporter = DomainExporter()
-    port, host = export
-    if port is not None:
-        try:
-            bound = exporter.serve(port, host)
-        except OSError as e:
-            store.close()
-            fail(f"--export-port {port}: {e.strerror or e}")
-        err_console.print(f"derived metrics on http://{host}:{bound}/metrics")
     shown = 0
 
     def problem(line: str) -> None:
@@ -85,24 +69,20 @@ def run_requests(
             err_console.print(f"{line}: skipped", markup=False, highlight=False, emoji=False, soft_wrap=True)
 
     config = RequestMonitorConfig(path, window, fields, once=once, duration=duration, grace=min(window, 5.0))
-    monitor = RequestMonitor(config, rules, store=store, exporter=exporter, on_problem=problem)
-    streaming = not once and not quiet
-    if streaming:
-        from specmeter.monitoring.domain_view import domain_line
+    exporter = DomainExporter()
+    with watching(history, exporter, *export) as store:
+        monitor = RequestMonitor(config, rules, store=store, exporter=exporter, on_problem=problem)
+        if not once and not quiet:
+            from specmeter.monitoring.domain_view import domain_line
 
-        monitor.on_window = lambda w: console.print(
-            domain_line(w), markup=False, highlight=False, soft_wrap=True
-        )
-    try:
-        asyncio.run(_watch(monitor, alerts_log, webhook))
-    except KeyboardInterrupt:
-        err_console.print(f"stopped; history in {history}")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    finally:
-        exporter.close()
-        store.close()
-        if json_out is not None:
-            _write_json(json_out, monitor)
+            monitor.on_window = lambda w: console.print(
+                domain_line(w), markup=False, highlight=False, soft_wrap=True
+            )
+        try:
+            asyncio.run(_watch(monitor, alerts_log, webhook))
+        finally:
+            if json_out is not None:
+                _write_json(json_out, monitor)
     if monitor.problems > MAX_SHOWN_PROBLEMS:
         err_console.print(f"... and {monitor.problems - MAX_SHOWN_PROBLEMS} more lines skipped")
     if monitor.problems:

@@ -18,6 +18,7 @@ from typing import Any, cast
 import typer
 from rich.markup import escape
 
+from specmeter.cli import load_options as lo
 from specmeter.cli.common import (
     EXIT_INTERRUPTED,
     check_outputs,
@@ -25,7 +26,6 @@ from specmeter.cli.common import (
     console,
     err_console,
     fail,
-    parse_int_list,
     resolve_store,
 )
 from specmeter.exitcodes import EXIT_FAILED
@@ -54,19 +54,6 @@ def _endpoints(values: list[str]) -> dict[int, str]:
             fail(f"--endpoint: two endpoints for k={k}")
         out[k] = url
     return out
-
-
-def _rates(value: str) -> list[float]:
-    out = []
-    for part in value.split(","):
-        try:
-            rate = float(part)
-        except ValueError:
-            fail(f"--rate: {part.strip()!r} is not a number (requests per second)")
-        if not (math.isfinite(rate) and rate > 0):
-            fail(f"--rate: {part.strip()} must be a finite number > 0 (requests per second)")
-        out.append(rate)
-    return sorted(set(out))
 
 
 def _slo_options(
@@ -112,6 +99,7 @@ def _slo_options(
 
 
 def sweep(
+    *,
     launch: str | None = typer.Option(
         None, "--launch", help="Server command with {port} and {k} (also {draft}, {spec}, {schedule})."
     ),
@@ -126,26 +114,24 @@ def sweep(
     ),
     draft: str | None = typer.Option(None, "--draft", help="The draft model, for {draft} and {spec}."),
     method: str = typer.Option("draft_model", "--method", help="{spec}'s speculative method (vLLM)."),
-    prompts: Path = typer.Option(..., "--prompts", help="Golden set: specmeter JSONL or Spec-Bench."),
+    prompts: lo.Prompts,
     concurrency: str | None = typer.Option(None, "--concurrency", help="Levels: concurrencies, e.g. 1,4,16."),
     rate: str | None = typer.Option(None, "--rate", help="Levels: request rates (req/s), e.g. 0.5,1,2."),
-    limit: int | None = typer.Option(None, help="Requests per level (default: one pass over the prompts)."),
-    warmup: int = typer.Option(2, help="Warm-up requests per server before measuring."),
-    max_tokens: int = typer.Option(128, "--max-tokens", help="Output tokens per request."),
+    limit: lo.Limit = None,
+    warmup: lo.Warmup = lo.WARMUP,
+    max_tokens: lo.MaxTokens = lo.MAX_TOKENS,
     temperature: float = typer.Option(0.0, help="Sampling temperature of every request."),
-    top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling of every request."),
+    top_p: lo.TopP = lo.TOP_P,
     seed: int = typer.Option(0, help="Seeds Poisson arrivals (--rate)."),
-    model: str | None = typer.Option(None, help="Model name to request (default: the server's first)."),
-    api_key: str | None = typer.Option(None, "--api-key", envvar="SPECMETER_API_KEY", help="Bearer token."),
+    model: lo.Model = None,
+    api_key: lo.ApiKey = None,
     api: str = typer.Option("auto", help="auto, completions or chat."),
     startup_timeout: float = typer.Option(
         600.0, "--startup-timeout", help="Seconds a server may take to answer /health."
     ),
     stop_timeout: float = typer.Option(20.0, "--stop-timeout", help="Seconds between SIGTERM and SIGKILL."),
-    stall_timeout: float = typer.Option(
-        60.0, "--stall-timeout", help="Seconds without data before a stream fails."
-    ),
-    request_timeout: float | None = typer.Option(None, "--request-timeout", help="Seconds per request."),
+    stall_timeout: lo.StallTimeout = lo.STALL_TIMEOUT,
+    request_timeout: lo.RequestTimeout = None,
     logs_dir: Path | None = typer.Option(
         None, "--logs", help="Directory for the servers' output (default: beside --json, else a temp dir)."
     ),
@@ -158,9 +144,7 @@ def sweep(
     validate_launch: str | None = typer.Option(
         None, "--validate-launch", help="The schedule's command (default: --launch)."
     ),
-    slo: str | None = typer.Option(
-        None, "--slo", help="Per-request limits: ttft_p99_ms=…,tpot_p99_ms=…,gap_p99_ms=… (any subset)."
-    ),
+    slo: lo.Slo = None,
     search: str | None = typer.Option(
         None, "--search", help="With --slo: search each configuration's capacity over concurrency or rate."
     ),
@@ -174,10 +158,10 @@ def sweep(
     schedule_out: Path | None = typer.Option(
         None, "--schedule-out", help="Write the schedule as vLLM --speculative-config JSON."
     ),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the whole result as JSON."),
-    csv_out: Path | None = typer.Option(None, "--csv", help="One CSV row per request."),
-    log_out: Path | None = typer.Option(None, "--log", help="Per-request JSONL log."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no tables."),
+    json_out: lo.JsonOut = None,
+    csv_out: lo.CsvOut = None,
+    log_out: lo.LogOut = None,
+    quiet: lo.Quiet = False,
     store: Path | None = typer.Option(
         None, "--store", help="Run store (default: $SPECMETER_STORE or data dir)."
     ),
@@ -185,7 +169,7 @@ def sweep(
 ) -> None:
     """Sweep real servers over k × load level: E_meas with drift, α/τ from the server, best k, schedule."""
     from specmeter.serving.launch import LaunchError, check_template
-    from specmeter.serving.loadconfig import LoadConfig, Phase
+    from specmeter.serving.loadconfig import LoadConfig
     from specmeter.serving.sweepconfig import ServerConfig, SweepConfig
     from specmeter.workloads import WorkloadError, load_workload
 
@@ -195,17 +179,10 @@ def sweep(
         fail("--concurrency and --rate are different modes; give one of them")
     if api not in ("auto", "completions", "chat"):
         fail(f"--api: {api!r} is not one of auto, completions, chat")
-    for name, value in (("--limit", limit), ("--max-tokens", max_tokens)):
-        if value is not None and value < 1:
-            fail(f"{name} must be >= 1, got {value}")
-    if warmup < 0:
-        fail(f"--warmup must be >= 0, got {warmup}")
     check_range("--temperature", temperature, low=0, high=2)
-    check_range("--top-p", top_p, low=0, low_open=True, high=1)
     timeouts = {"--startup-timeout": startup_timeout, "--stop-timeout": stop_timeout,
                 "--stall-timeout": stall_timeout, "--request-timeout": request_timeout}  # fmt: skip
-    for name, seconds in timeouts.items():
-        check_range(name, seconds, low=0, low_open=True, high=7 * 86400.0)
+    lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts)
     configs: list[ServerConfig] = []
     try:
         if launch is not None:
@@ -235,30 +212,22 @@ def sweep(
         fail(str(e))
     if len(configs) < 2:
         fail("--k: give at least one draft length > 0 beside the baseline")
-    if rate is not None:
-        phases = [Phase(rate=r) for r in _rates(rate)]
-    else:
-        phases = [Phase(concurrency=c) for c in parse_int_list(concurrency or "1", "--concurrency")]
+    phases = lo.levels(concurrency, rate)
     if validate and rate is not None:
         fail("--validate ramps across batch sizes: use --concurrency levels")
     slo_spec, search_settings = _slo_options(slo, search, search_range, target, max_steps, phases)
-    if logs_dir is None:
-        logs_dir = (
-            json_out.with_name(json_out.stem + "-logs") if json_out is not None
-            else Path(tempfile.mkdtemp(prefix="specmeter-sweep-"))
-        )  # fmt: skip
     stored = resolve_store(store, no_store)
-    check_outputs(
-        {
-            "--json": json_out,
-            "--csv": csv_out,
-            "--log": log_out,
-            "--schedule-out": schedule_out,
-            "--store": stored,
-        },
-        {"--prompts": prompts},
-        directories={"--logs": logs_dir},
-    )
+    outputs = {"--json": json_out, "--csv": csv_out, "--log": log_out, "--schedule-out": schedule_out,
+               "--store": stored}  # fmt: skip
+    check_outputs(outputs, {"--prompts": prompts}, directories={"--logs": logs_dir})
+    if logs_dir is None and json_out is not None:
+        # The default beside --json, checked once --json itself passed (a bad --json is one error, not two).
+        logs_dir = json_out.with_name(json_out.stem + "-logs")
+        check_outputs(
+            outputs, {"--prompts": prompts}, directories={"--logs (default, beside --json)": logs_dir}
+        )
+    elif logs_dir is None:
+        logs_dir = Path(tempfile.mkdtemp(prefix="specmeter-sweep-"))  # only once every output passed
     try:
         workload = load_workload(prompts)
     except WorkloadError as e:
@@ -304,8 +273,7 @@ def sweep(
         "draft": draft,
         "method": method,
         "prompts": str(prompts),
-        "concurrency": [p.concurrency for p in phases if p.concurrency is not None] or None,
-        "rate": [p.rate for p in phases if p.rate is not None] or None,
+        **lo.levels_config(phases),
         "limit": limit,
         "warmup": warmup,
         "max_tokens": max_tokens,

@@ -70,6 +70,41 @@ class BatchedCausalLM(CausalLM, Protocol):
         ...
 
 
+class CacheLengths:
+    """The bookkeeping the native and the transformers backends share around their own cache tensors: the
+    context limit, the single cache's length (``_length``) and the batched cache's row lengths (``_rows``)."""
+
+    info: ModelInfo
+    max_positions: int
+    _length: int
+    _rows: list[int]
+
+    def check_context(self, capacity: int) -> None:
+        """ValueError unless ``capacity`` tokens fit the model's context."""
+        if capacity > self.max_positions:
+            raise ValueError(
+                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
+            )
+
+    def check_rollback(self, length: int, row: int | None = None) -> None:
+        """ValueError unless the cache (or row ``row``) holds at least ``length`` tokens."""
+        held = self._length if row is None else self._rows[row]
+        if not 0 <= length <= held:
+            where = "" if row is None else f"row {row}: "
+            raise ValueError(f"{where}cannot roll back to {length} from {held}")
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    @property
+    def batch_slots(self) -> int:
+        return len(self._rows)
+
+    def row_length(self, row: int) -> int:
+        return self._rows[row]
+
+
 def synchronize(device: torch.device) -> None:
     """Wait for queued kernels so wall-clock timings mean what they say (a no-op on CPU)."""
     if device.type == "cuda":

@@ -17,10 +17,11 @@ from typing import Any
 
 import torch
 
+from specmeter.engine.base import CacheLengths
 from specmeter.metrics.records import ModelInfo
 
 
-class HFCausalLM:
+class HFCausalLM(CacheLengths):
     """Wraps a transformers ``PreTrainedModel``; implements ``engine.base.CausalLM``."""
 
     def __init__(self, model: Any, info: ModelInfo, device: torch.device) -> None:
@@ -38,23 +39,15 @@ class HFCausalLM:
         params = inspect.signature(model.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
 
-    @property
-    def length(self) -> int:
-        return self._length
-
     def reset(self, capacity: int) -> None:
         from transformers import DynamicCache
 
-        if capacity > self.max_positions:
-            raise ValueError(
-                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
-            )
+        self.check_context(capacity)
         self._cache = DynamicCache(config=self.model.config)
         self._length = 0
 
     def rollback(self, length: int) -> None:
-        if not 0 <= length <= self._length:
-            raise ValueError(f"cannot roll back to {length} from {self._length}")
+        self.check_rollback(length)
         if length < self._length:
             self._cache.crop(length - self._length)
         self._length = length
@@ -74,32 +67,18 @@ class HFCausalLM:
 
     # ------------------------------------------------------------------------ batched interface, row by row
 
-    @property
-    def batch_slots(self) -> int:
-        return len(self._rows)
-
-    def row_length(self, row: int) -> int:
-        return self._rows[row]
-
     def batch_reset(self, slots: int, capacity: int) -> None:
         from transformers import DynamicCache
 
-        if capacity > self.max_positions:
-            raise ValueError(
-                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
-            )
+        self.check_context(capacity)
         self._row_caches = [DynamicCache(config=self.model.config) for _ in range(slots)]
         self._rows = [0] * slots
 
     def batch_reserve(self, capacity: int) -> None:
-        if capacity > self.max_positions:
-            raise ValueError(
-                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
-            )
+        self.check_context(capacity)
 
     def rollback_row(self, row: int, length: int) -> None:
-        if not 0 <= length <= self._rows[row]:
-            raise ValueError(f"row {row}: cannot roll back to {length} from {self._rows[row]}")
+        self.check_rollback(length, row)
         if length < self._rows[row]:
             self._row_caches[row].crop(length - self._rows[row])
         self._rows[row] = length

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from specmeter.engine.base import CacheLengths
 from specmeter.metrics.records import ModelInfo
 
 # The model types the native engine runs. Attention biases are not decided per type: q/k/v and o biases are
@@ -69,7 +70,7 @@ class _Layer:
         self.inter = inter
 
 
-class NativeLlama:
+class NativeLlama(CacheLengths):
     """A Llama-family causal LM with a rollback-able KV cache. Implements ``engine.base.CausalLM``."""
 
     def __init__(
@@ -166,15 +167,8 @@ class NativeLlama:
         self._cos = (emb.cos() * self._rope_scaling).to(device=self.device, dtype=self.dtype)
         self._sin = (emb.sin() * self._rope_scaling).to(device=self.device, dtype=self.dtype)
 
-    @property
-    def length(self) -> int:
-        return self._length
-
     def reset(self, capacity: int) -> None:
-        if capacity > self.max_positions:
-            raise ValueError(
-                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
-            )
+        self.check_context(capacity)
         self._length = 0
         if self._k and self._k[0].shape[1] >= capacity:
             return
@@ -186,8 +180,7 @@ class NativeLlama:
         self._rope_tables(capacity)
 
     def rollback(self, length: int) -> None:
-        if not 0 <= length <= self._length:
-            raise ValueError(f"cannot roll back to {length} from {self._length}")
+        self.check_rollback(length)
         self._length = length
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -233,19 +226,9 @@ class NativeLlama:
 
     # ------------------------------------------------------------------------------------- batched cache
 
-    @property
-    def batch_slots(self) -> int:
-        return len(self._rows)
-
-    def row_length(self, row: int) -> int:
-        return self._rows[row]
-
     def batch_reset(self, slots: int, capacity: int) -> None:
         """Empty every row of the batched cache; room for ``slots`` rows of ``capacity`` tokens each."""
-        if capacity > self.max_positions:
-            raise ValueError(
-                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
-            )
+        self.check_context(capacity)
         self._rows = [0] * slots
         if self._bk and self._bk[0].shape[0] >= slots and self._bk[0].shape[2] >= capacity:
             return
@@ -261,10 +244,7 @@ class NativeLlama:
         """Grow every row to hold ``capacity`` tokens, keeping their contents (a longer request joined)."""
         if self._bk and self._bk[0].shape[2] >= capacity:
             return
-        if capacity > self.max_positions:
-            raise ValueError(
-                f"{self.info.name}: {capacity} tokens exceed the model's context of {self.max_positions}"
-            )
+        self.check_context(capacity)
         old_k, old_v, rows = self._bk, self._bv, self._rows
         self.batch_reset(len(rows), capacity)
         self._rows = rows
@@ -273,8 +253,7 @@ class NativeLlama:
             new[:, :, :used] = old[:, :, :used]
 
     def rollback_row(self, row: int, length: int) -> None:
-        if not 0 <= length <= self._rows[row]:
-            raise ValueError(f"row {row}: cannot roll back to {length} from {self._rows[row]}")
+        self.check_rollback(length, row)
         self._rows[row] = length
 
     def move_row(self, src: int, dst: int) -> None:

@@ -114,6 +114,7 @@ def check_output_paths(
     outs = [(o, p, False) for o, p in _items(outputs)] + [(o, p, True) for o, p in _items(directories or {})]
     ins = _items(inputs or {})
     problems: list[str] = []
+    repeats: dict[int, list[str]] = {}  # an output's index -> the later options given the same path
     for i, (option, path, is_dir) in enumerate(outs):
         clash = next(((o, p) for o, p in ins if _same(path, p) or _inside(path, p)), None)
         if clash is not None:
@@ -122,13 +123,17 @@ def check_output_paths(
                 f"{option}: {path} {what} {clash[0]} ({clash[1]}); an output never overwrites an input"
             )
             continue
-        earlier = next(((o, p) for o, p, _ in outs[:i] if _same(path, p)), None)
+        earlier = next((j for j, (_, p, _) in enumerate(outs[:i]) if _same(path, p)), None)
         if earlier is not None:
-            problems.append(f"{option}: {path} is also {earlier[0]}; every output needs its own file")
+            repeats.setdefault(earlier, []).append(option)
             continue
         reason = _writable(option, path, directory=is_dir)
         if reason is not None:
             problems.append(reason)
+    # One line per shared path, however many options repeat it (--json X --csv X --log X: one line).
+    for j, options in repeats.items():
+        first, path, _ = outs[j]
+        problems.append(f"{', '.join(options)}: {path} is also {first}; every output needs its own file")
     if problems:
         raise MeasureError("\n".join(_unique(problems)))
 

@@ -49,6 +49,7 @@ from specmeter.metrics.stats import bootstrap_ratio_ci, paired_speedup_ci
 
 __all__ = [
     "ACCEPTANCE_DANGER",
+    "MODEL_FILE_KEYS",
     "SPEEDUP_DANGER",
     "SUMMARY_KEYS",
     "danger_zone",
@@ -60,6 +61,17 @@ ACCEPTANCE_DANGER = 0.5  # docs/metrics.md "Danger zone": α < 0.5 ...
 SPEEDUP_DANGER = 1.0  # ... or E_meas < 1.0
 
 MS = 1000.0
+
+# The summary figures that come from the models' weights and KV layout (their ModelInfo), not from the
+# requests: a remote endpoint's (load) are unknown, so null.
+MODEL_FILE_KEYS: tuple[str, ...] = (
+    "weight_bytes",
+    "kv_bytes_per_token",
+    "extra_memory_bytes",
+    "weight_traffic_per_token",
+    "baseline_weight_traffic_per_token",
+    "bandwidth_efficiency",
+)
 
 # The summary table of docs/results.md, in its order; summarize() produces exactly these keys.
 SUMMARY_KEYS: tuple[str, ...] = (
@@ -97,12 +109,7 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "stall_rate",
     "tokens_per_s",
     "decode_tokens_per_s",
-    "weight_bytes",
-    "kv_bytes_per_token",
-    "extra_memory_bytes",
-    "weight_traffic_per_token",
-    "baseline_weight_traffic_per_token",
-    "bandwidth_efficiency",
+    *MODEL_FILE_KEYS,
     "achieved_bytes_per_s",
     "copy_bytes_per_s",
     "bandwidth_fraction",

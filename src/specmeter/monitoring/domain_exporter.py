@@ -8,87 +8,38 @@ removed rather than exported as NaN.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Sequence
-from typing import Any
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest, start_http_server
+from prometheus_client import Counter
 
 from specmeter.monitoring.alerts import AlertEvent
 from specmeter.monitoring.domains import DomainWindow
+from specmeter.monitoring.exporter import WINDOW_METRICS, GaugeExporter
 
 __all__ = ["DOMAIN_METRICS", "DomainExporter"]
 
 DOMAIN_METRICS: tuple[str, ...] = (
-    "specmeter_acceptance_rate",
-    "specmeter_acceptance_length",
+    *WINDOW_METRICS,
     "specmeter_generation_tokens_per_second",
     "specmeter_request_latency_seconds",
     "specmeter_window_requests",
-    "specmeter_window_end_timestamp_seconds",
-    "specmeter_alert_active",
-    "specmeter_alerts_total",
     "specmeter_log_bad_lines_total",
 )
 
-_LABELS = ["domain", "tenant"]
 
-
-class DomainExporter:
+class DomainExporter(GaugeExporter):
     def __init__(self) -> None:
-        self.registry = r = CollectorRegistry()
-        self.alpha = Gauge(
-            "specmeter_acceptance_rate",
-            "Draft acceptance rate α = ΣA/ΣD over the last window.",
-            _LABELS,
-            registry=r,
-        )
-        self.tau = Gauge(
-            "specmeter_acceptance_length",
-            "Mean acceptance length τ = 1 + ΣA/ΣS over the last window.",
-            _LABELS,
-            registry=r,
-        )
-        self.tokens = Gauge(
+        super().__init__(["domain", "tenant"], "domain")
+        gauge = self._gauge
+        self.tokens = gauge(
             "specmeter_generation_tokens_per_second",
             "Σ output tokens / Σ latency of the last window's requests (single-stream throughput).",
-            _LABELS,
-            registry=r,
         )
-        self.latency = Gauge(
-            "specmeter_request_latency_seconds",
-            "Request latency quantile over the last window.",
-            [*_LABELS, "quantile"],
-            registry=r,
+        self.latency = gauge(
+            "specmeter_request_latency_seconds", "Request latency quantile over the last window.", "quantile"
         )
-        self.requests = Gauge(
-            "specmeter_window_requests", "Requests in the last window.", _LABELS, registry=r
+        self.requests = gauge("specmeter_window_requests", "Requests in the last window.")
+        self.bad_lines = Counter(
+            "specmeter_log_bad_lines", "Log lines that could not be read.", registry=self.registry
         )
-        self.window_end = Gauge(
-            "specmeter_window_end_timestamp_seconds",
-            "End of the last window (Unix time).",
-            _LABELS,
-            registry=r,
-        )
-        self.alert_active = Gauge(
-            "specmeter_alert_active",
-            "1 while the alert rule fires for the domain.",
-            [*_LABELS, "rule"],
-            registry=r,
-        )
-        self.alerts = Counter(
-            "specmeter_alerts", "Alert transitions to firing.", [*_LABELS, "rule"], registry=r
-        )
-        self.bad_lines = Counter("specmeter_log_bad_lines", "Log lines that could not be read.", registry=r)
-        self._server: Any = None
-
-    @staticmethod
-    def _set(gauge: Gauge, labels: Sequence[str], value: float | None) -> None:
-        if value is None:
-            with contextlib.suppress(KeyError):
-                gauge.remove(*labels)
-        else:
-            gauge.labels(*labels).set(value)
 
     def observe(self, w: DomainWindow) -> None:
         labels = [w.domain, w.tenant or ""]
@@ -105,16 +56,3 @@ class DomainExporter:
         self.alert_active.labels(*labels).set(1.0 if e.state == "firing" else 0.0)
         if e.state == "firing":
             self.alerts.labels(*labels).inc()
-
-    def text(self) -> str:
-        return generate_latest(self.registry).decode("utf-8")
-
-    def serve(self, port: int, host: str = "127.0.0.1") -> int:
-        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
-        return int(self._server.server_address[1])
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None

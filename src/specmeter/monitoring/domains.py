@@ -30,7 +30,7 @@ import numpy as np
 from specmeter.metrics.stats import bootstrap_ratio_ci
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.monitoring.requestlog import RequestObs
-from specmeter.monitoring.windows import Window, iso
+from specmeter.monitoring.windows import AcceptanceFigures, Window, iso
 
 __all__ = ["DomainWindow", "DomainWindows", "group_key", "quantile_ci", "summarize_requests"]
 
@@ -91,7 +91,7 @@ def _report(obs: RequestObs) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class DomainWindow:
+class DomainWindow(AcceptanceFigures):
     domain: str
     tenant: str | None
     t_start: float
@@ -108,14 +108,6 @@ class DomainWindow:
     @property
     def key(self) -> str:
         return group_key(self.domain, self.tenant)
-
-    @property
-    def alpha(self) -> float | None:
-        return None if self.acceptance is None else self.acceptance.acceptance_rate
-
-    @property
-    def tau(self) -> float | None:
-        return None if self.acceptance is None else self.acceptance.acceptance_length
 
     def as_window(self) -> Window:
         """The monitor's Window (for alert rules and the history store): target = ``tenant/domain``."""

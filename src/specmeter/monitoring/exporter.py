@@ -9,7 +9,7 @@ window is removed from the exposition rather than exported as NaN.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest, start_http_server
@@ -17,91 +17,106 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from specmeter.monitoring.alerts import AlertEvent
 from specmeter.monitoring.windows import Window
 
-__all__ = ["EXPORTED_METRICS", "MonitorExporter"]
+__all__ = ["EXPORTED_METRICS", "WINDOW_METRICS", "GaugeExporter", "MonitorExporter"]
 
 # Sample names as they appear in the exposition (what PromQL sees); tests check the assets against these.
-EXPORTED_METRICS: tuple[str, ...] = (
+# Both exporters (this one and ``domain_exporter``) export the first five, from ``GaugeExporter``.
+WINDOW_METRICS: tuple[str, ...] = (
     "specmeter_acceptance_rate",
     "specmeter_acceptance_length",
+    "specmeter_window_end_timestamp_seconds",
+    "specmeter_alert_active",
+    "specmeter_alerts_total",
+)
+EXPORTED_METRICS: tuple[str, ...] = (
+    *WINDOW_METRICS,
     "specmeter_beta",
     "specmeter_per_position_acceptance",
     "specmeter_generation_tokens_per_second",
     "specmeter_drafts_per_second",
-    "specmeter_window_end_timestamp_seconds",
-    "specmeter_alert_active",
-    "specmeter_alerts_total",
     "specmeter_scrape_errors_total",
     "specmeter_counter_resets_total",
 )
 
 
-class MonitorExporter:
-    def __init__(self) -> None:
+class GaugeExporter:
+    """What both monitor exporters share: one registry whose gauges and counters carry the same labels, a
+    figure that does not apply removed rather than exported as NaN, and the /metrics server."""
+
+    def __init__(self, labels: Sequence[str], subject: str) -> None:
+        """``labels`` name what a window is of (``subject``: a scraped target, a domain); the figures every
+        window has, and the alerts, are the same metrics for both."""
         self.registry = CollectorRegistry()
-        r, t = self.registry, ["target"]
-        self.alpha = Gauge(
-            "specmeter_acceptance_rate", "Draft acceptance rate α = A/D over the last window.", t, registry=r
-        )
-        self.tau = Gauge(
-            "specmeter_acceptance_length",
-            "Mean acceptance length τ = 1 + A/S over the last window.",
-            t,
-            registry=r,
-        )
-        self.beta = Gauge(
-            "specmeter_beta",
-            "Per-token acceptance probability β = A/(A+R) (full drafts only).",
-            t,
-            registry=r,
-        )
-        self.position = Gauge(
-            "specmeter_per_position_acceptance",
-            "Steps that accepted draft position `position` (1-based) and all before it, over all drafts: the "
-            "per-draft rate (docs/metrics.md), P_i when every draft had k tokens.",
-            ["target", "position"],
-            registry=r,
-        )
-        self.tokens = Gauge(
-            "specmeter_generation_tokens_per_second",
-            "Generated tokens per second over the last window.",
-            t,
-            registry=r,
-        )
-        self.drafts = Gauge(
-            "specmeter_drafts_per_second", "Speculative steps per second over the last window.", t, registry=r
-        )
-        self.window_end = Gauge(
-            "specmeter_window_end_timestamp_seconds", "End of the last window (Unix time).", t, registry=r
-        )
-        self.alert_active = Gauge(
-            "specmeter_alert_active",
-            "1 while the alert rule fires for the target.",
-            ["target", "rule"],
-            registry=r,
-        )
-        self.alerts = Counter(
-            "specmeter_alerts", "Alert transitions to firing.", ["target", "rule"], registry=r
-        )
-        self.scrape_errors = Counter(
-            "specmeter_scrape_errors", "Failed scrapes of the target.", t, registry=r
-        )
-        self.resets = Counter(
-            "specmeter_counter_resets",
-            "Windows in which a counter reset (engine restart) was seen.",
-            t,
-            registry=r,
-        )
-        self._positions: dict[str, int] = {}
+        self._labels = list(labels)
         self._server: Any = None
         self._thread: Any = None
+        gauge = self._gauge
+        self.alpha = gauge("specmeter_acceptance_rate", "Draft acceptance rate α = A/D over the last window.")
+        self.tau = gauge(
+            "specmeter_acceptance_length", "Mean acceptance length τ = 1 + A/S over the last window."
+        )
+        self.window_end = gauge(
+            "specmeter_window_end_timestamp_seconds", "End of the last window (Unix time)."
+        )
+        self.alert_active = gauge(
+            "specmeter_alert_active", f"1 while the alert rule fires for the {subject}.", "rule"
+        )
+        self.alerts = self._counter("specmeter_alerts", "Alert transitions to firing.", "rule")
 
-    def _set(self, gauge: Gauge, labels: Iterable[str], value: float | None) -> None:
+    def _gauge(self, name: str, documentation: str, *more_labels: str) -> Gauge:
+        return Gauge(name, documentation, [*self._labels, *more_labels], registry=self.registry)
+
+    def _counter(self, name: str, documentation: str, *more_labels: str) -> Counter:
+        return Counter(name, documentation, [*self._labels, *more_labels], registry=self.registry)
+
+    @staticmethod
+    def _set(gauge: Gauge, labels: Iterable[str], value: float | None) -> None:
         labels = tuple(labels)
         if value is None:
             with contextlib.suppress(KeyError):
                 gauge.remove(*labels)
         else:
             gauge.labels(*labels).set(value)
+
+    def text(self) -> str:
+        return generate_latest(self.registry).decode("utf-8")
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> int:
+        """Start the HTTP exporter in a background thread; returns the bound port (0 picks a free one)."""
+        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        return int(self._server.server_address[1])
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+class MonitorExporter(GaugeExporter):
+    def __init__(self) -> None:
+        super().__init__(["target"], "target")
+        gauge, counter = self._gauge, self._counter
+        self.beta = gauge(
+            "specmeter_beta", "Per-token acceptance probability β = A/(A+R) (full drafts only)."
+        )
+        self.position = gauge(
+            "specmeter_per_position_acceptance",
+            "Steps that accepted draft position `position` (1-based) and all before it, over all drafts: the "
+            "per-draft rate (docs/metrics.md), P_i when every draft had k tokens.",
+            "position",
+        )
+        self.tokens = gauge(
+            "specmeter_generation_tokens_per_second", "Generated tokens per second over the last window."
+        )
+        self.drafts = gauge(
+            "specmeter_drafts_per_second", "Speculative steps per second over the last window."
+        )
+        self.scrape_errors = counter("specmeter_scrape_errors", "Failed scrapes of the target.")
+        self.resets = counter(
+            "specmeter_counter_resets", "Windows in which a counter reset (engine restart) was seen."
+        )
+        self._positions: dict[str, int] = {}
 
     def observe_window(self, w: Window) -> None:
         target = w.target
@@ -127,17 +142,3 @@ class MonitorExporter:
         self.alert_active.labels(e.target, e.rule).set(1.0 if e.state == "firing" else 0.0)
         if e.state == "firing":
             self.alerts.labels(e.target, e.rule).inc()
-
-    def text(self) -> str:
-        return generate_latest(self.registry).decode("utf-8")
-
-    def serve(self, port: int, host: str = "127.0.0.1") -> int:
-        """Start the HTTP exporter in a background thread; returns the bound port (0 picks a free one)."""
-        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
-        return int(self._server.server_address[1])
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None

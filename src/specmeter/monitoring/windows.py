@@ -16,21 +16,17 @@ from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_de
 from specmeter.monitoring.adapters import Reading, ServerKind, counter_delta, read_counters
 from specmeter.monitoring.promtext import MetricsSnapshot
 
-__all__ = ["Window", "WindowTracker", "iso"]
+__all__ = ["AcceptanceFigures", "Window", "WindowTracker", "iso"]
 
 
 def iso(wall_time: float) -> str:
     return datetime.fromtimestamp(wall_time, timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass(frozen=True)
-class Window:
-    target: str
-    kind: str
-    t_start: float  # wall-clock seconds (epoch)
-    t_end: float
-    acceptance: ServerAcceptance | None = None
-    error: str | None = None
+class AcceptanceFigures:
+    """α, τ and the number of drafts of a window (a scrape window, or a domain's), from its ``acceptance``."""
+
+    acceptance: ServerAcceptance | None
 
     @property
     def alpha(self) -> float | None:
@@ -43,6 +39,16 @@ class Window:
     @property
     def drafts(self) -> int | None:
         return None if self.acceptance is None else self.acceptance.steps
+
+
+@dataclass(frozen=True)
+class Window(AcceptanceFigures):
+    target: str
+    kind: str
+    t_start: float  # wall-clock seconds (epoch)
+    t_end: float
+    acceptance: ServerAcceptance | None = None
+    error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {

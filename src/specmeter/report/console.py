@@ -8,6 +8,7 @@ Works from the plain result dict only, so a JSON file read back from disk render
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
@@ -22,6 +23,7 @@ from specmeter.metrics.summary import ACCEPTANCE_DANGER, SPEEDUP_DANGER
 from specmeter.report.fmt import (
     DASH,
     as_float,
+    dig,
     fmt_bytes,
     fmt_ci,
     fmt_dist,
@@ -48,6 +50,7 @@ __all__ = [
     "fmt_positions",
     "fmt_rate",
     "fmt_speedup",
+    "framed_by_hygiene",
     "hygiene_line",
     "machine_row",
     "print_hygiene",
@@ -60,21 +63,12 @@ DANGER_STYLE = "bold red"
 _MODEL_SPEEDUPS = ("speedup_seed", "speedup_leviathan", "speedup_calibrated")
 
 
-def _get(obj: Any, *keys: str) -> Any:
-    """Nested lookup that yields None for anything missing, so partial results still render."""
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _label(candidate: Mapping[str, Any]) -> str:
     return f"{candidate.get('draft', DASH)} @ k={candidate.get('k', DASH)}"
 
 
 def _reasons(summary: Any) -> str:
-    reasons = _get(summary, "danger_reasons")
+    reasons = dig(summary, "danger_reasons")
     if isinstance(reasons, Sequence) and not isinstance(reasons, str) and reasons:
         # Reasons from specmeter.metrics carry no full stop, so they need "; " between them or they run
         # together; a reason that already ends a sentence only needs a space.
@@ -87,13 +81,13 @@ def _reasons(summary: Any) -> str:
 
 
 def _header(result: Mapping[str, Any]) -> RenderableType:
-    config = _get(result, "run", "config") or {}
-    env = _get(result, "run", "environment") or {}
+    config = dig(result, "run", "config") or {}
+    env = dig(result, "run", "environment") or {}
     ks = config.get("k")
     k_text = ", ".join(str(k) for k in ks) if isinstance(ks, list) else str(ks if ks is not None else DASH)
-    requests = _get(result, "baseline", "summary", "requests")
+    requests = dig(result, "baseline", "summary", "requests")
     if requests is None:
-        requests = next((_get(c, "summary", "requests") for c in result.get("candidates") or []), None)
+        requests = next((dig(c, "summary", "requests") for c in result.get("candidates") or []), None)
     drafts = config.get("drafts")
     rows: list[tuple[str, str]] = [
         ("target", str(config.get("target", DASH))),
@@ -103,7 +97,7 @@ def _header(result: Mapping[str, Any]) -> RenderableType:
         ("temperature", f"{fmt_num(config.get('temperature'))} (top_p {fmt_num(config.get('top_p'))})"),
         ("max tokens", fmt_int(config.get("max_tokens"))),
         ("requests", fmt_int(requests)),
-        ("started", str(_get(result, "run", "started_at") or DASH)),
+        ("started", str(dig(result, "run", "started_at") or DASH)),
         *([("machine", m)] if (m := machine_row(result)) else []),
         (
             "environment",
@@ -135,43 +129,41 @@ def _header(result: Mapping[str, Any]) -> RenderableType:
 
 def _summary_rows(s: Any, base: Any) -> list[tuple[str, str, str]]:
     """(metric, candidate, baseline) rows; the baseline column only where the baseline has the figure."""
-    accepted, drafted = _get(s, "accepted_tokens"), _get(s, "drafted_tokens")
-    rejections = as_float(_get(s, "rejections"))
+    accepted, drafted = dig(s, "accepted_tokens"), dig(s, "drafted_tokens")
+    rejections = as_float(dig(s, "rejections"))
     beta_den = None if rejections is None or as_float(accepted) is None else accepted + rejections
-    curve = _get(s, "cost_curve")
-    target_ms = _get(curve, "target_ms")
+    curve = dig(s, "cost_curve")
+    target_ms = dig(curve, "target_ms")
     t1 = target_ms[0] if isinstance(target_ms, list) and target_ms else None
-    cost = fmt_num(_get(s, "cost_ratio"), 3)
-    if cost != DASH and (t1 is not None or _get(curve, "draft_ms") is not None):
-        cost += f" (t_D(1) {fmt_ms(_get(curve, 'draft_ms'))} / t_T(1) {fmt_ms(t1)})"
-    tau = fmt_num(_get(s, "acceptance_length"))
-    if tau != DASH and _get(s, "steps") is not None:
-        tau += f" ({fmt_int(_get(s, 'steps'))} steps)"
-    models = " / ".join(fmt_speedup(_get(s, key)) for key in _MODEL_SPEEDUPS)
-    base_traffic = _get(s, "baseline_weight_traffic_per_token")
+    cost = fmt_num(dig(s, "cost_ratio"), 3)
+    if cost != DASH and (t1 is not None or dig(curve, "draft_ms") is not None):
+        cost += f" (t_D(1) {fmt_ms(dig(curve, 'draft_ms'))} / t_T(1) {fmt_ms(t1)})"
+    tau = fmt_num(dig(s, "acceptance_length"))
+    if tau != DASH and dig(s, "steps") is not None:
+        tau += f" ({fmt_int(dig(s, 'steps'))} steps)"
+    models = " / ".join(fmt_speedup(dig(s, key)) for key in _MODEL_SPEEDUPS)
+    base_traffic = dig(s, "baseline_weight_traffic_per_token")
     if base_traffic is None:
-        base_traffic = _get(base, "weight_traffic_per_token")
-    traffic = fmt_bytes(_get(s, "weight_traffic_per_token"))
-    ratio = _ratio(_get(s, "weight_traffic_per_token"), base_traffic)
+        base_traffic = dig(base, "weight_traffic_per_token")
+    traffic = fmt_bytes(dig(s, "weight_traffic_per_token"))
+    ratio = _ratio(dig(s, "weight_traffic_per_token"), base_traffic)
     if ratio is not None:
         traffic += f" ({ratio - 1:+.0%} vs baseline)"
-    efficiency = fmt_bytes(_get(s, "bandwidth_efficiency"))
+    efficiency = fmt_bytes(dig(s, "bandwidth_efficiency"))
     if efficiency != DASH:
         efficiency += "/token per extra GiB"
 
-    alpha = with_ci(fmt_rate(_get(s, "acceptance_rate"), accepted, drafted), _get(s, "acceptance_rate_ci"))
-    beta = with_ci(fmt_rate(_get(s, "beta"), accepted, beta_den), _get(s, "beta_ci"))
-    e2e = with_ci(fmt_speedup(_get(s, "speedup_measured")), _get(s, "speedup_measured_ci"))
-    decode = with_ci(fmt_speedup(_get(s, "speedup_measured_decode")), _get(s, "speedup_measured_decode_ci"))
-    weights = (
-        f"{fmt_bytes(_get(s, 'weight_bytes', 'target'))} / {fmt_bytes(_get(s, 'weight_bytes', 'draft'))}"
-    )
+    alpha = with_ci(fmt_rate(dig(s, "acceptance_rate"), accepted, drafted), dig(s, "acceptance_rate_ci"))
+    beta = with_ci(fmt_rate(dig(s, "beta"), accepted, beta_den), dig(s, "beta_ci"))
+    e2e = with_ci(fmt_speedup(dig(s, "speedup_measured")), dig(s, "speedup_measured_ci"))
+    decode = with_ci(fmt_speedup(dig(s, "speedup_measured_decode")), dig(s, "speedup_measured_decode_ci"))
+    weights = f"{fmt_bytes(dig(s, 'weight_bytes', 'target'))} / {fmt_bytes(dig(s, 'weight_bytes', 'draft'))}"
 
     # The baseline is the reference of E_meas, so 1.00× by definition, when there is one.
     reference = "1.00×" if isinstance(base, Mapping) else DASH
 
     def both(key: str, fmt: Callable[[Any], str] = fmt_dist) -> tuple[str, str]:
-        return fmt(_get(s, key)), fmt(_get(base, key))
+        return fmt(dig(s, key)), fmt(dig(base, key))
 
     def per_second(value: Any) -> str:
         return fmt_num(value, 1)
@@ -179,8 +171,8 @@ def _summary_rows(s: Any, base: Any) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = [
         ("acceptance α", alpha, DASH),
         ("β per-token (MLE)", beta, DASH),
-        ("τ tokens/step", with_ci(tau, _get(s, "acceptance_length_ci")), DASH),
-        ("per position cum/cond", fmt_positions(_get(s, "per_position")), DASH),
+        ("τ tokens/step", with_ci(tau, dig(s, "acceptance_length_ci")), DASH),
+        ("per position cum/cond", fmt_positions(dig(s, "per_position")), DASH),
         ("cost ratio c", cost, DASH),
         ("E_meas end-to-end", e2e, reference),
         ("E_meas decode-only", decode, reference),
@@ -194,8 +186,8 @@ def _summary_rows(s: Any, base: Any) -> list[tuple[str, str, str]]:
         ("stalls (> 3× median gap)", _stalls(s), _stalls(base)),
         ("tokens/s end-to-end", *both("tokens_per_s", per_second)),
         ("tokens/s decode", *both("decode_tokens_per_s", per_second)),
-        ("weights W_T / W_D", weights, fmt_bytes(_get(base, "weight_bytes", "target"))),
-        ("extra memory", fmt_bytes(_get(s, "extra_memory_bytes")), DASH),
+        ("weights W_T / W_D", weights, fmt_bytes(dig(base, "weight_bytes", "target"))),
+        ("extra memory", fmt_bytes(dig(s, "extra_memory_bytes")), DASH),
         ("weight traffic/token", traffic, fmt_bytes(base_traffic)),
         ("bandwidth efficiency", efficiency, DASH),
         ("weight bandwidth (of copy)", bandwidth(s), bandwidth(base)),
@@ -206,11 +198,11 @@ def _summary_rows(s: Any, base: Any) -> list[tuple[str, str, str]]:
 def bandwidth(s: Any) -> str:
     """Achieved weight bandwidth and its share of the measured copy bandwidth: ``1.20 GiB/s (34% of 3.50
     GiB/s copy)``; a dash where nothing was measured."""
-    achieved = fmt_bytes(_get(s, "achieved_bytes_per_s"))
+    achieved = fmt_bytes(dig(s, "achieved_bytes_per_s"))
     if achieved == DASH:
         return DASH
-    copy = fmt_bytes(_get(s, "copy_bytes_per_s"))
-    fraction = fmt_pct(_get(s, "bandwidth_fraction"), 0)
+    copy = fmt_bytes(dig(s, "copy_bytes_per_s"))
+    fraction = fmt_pct(dig(s, "bandwidth_fraction"), 0)
     return f"{achieved}/s" + ("" if copy == DASH else f" ({fraction} of {copy}/s copy)")
 
 
@@ -220,19 +212,19 @@ def _ratio(num: Any, den: Any) -> float | None:
 
 
 def _jitter(s: Any) -> str:
-    text = fmt_num(_get(s, "jitter"))
-    ratio = as_float(_get(s, "gap_p99_over_p50"))
+    text = fmt_num(dig(s, "jitter"))
+    ratio = as_float(dig(s, "gap_p99_over_p50"))
     return text if text == DASH or ratio is None else f"{text} ({ratio:.1f}×)"
 
 
 def _stalls(s: Any) -> str:
-    text = fmt_int(_get(s, "stalls"))
-    rate = _get(s, "stall_rate")
+    text = fmt_int(dig(s, "stalls"))
+    rate = dig(s, "stall_rate")
     return text if text == DASH or as_float(rate) is None else f"{text} ({fmt_pct(rate)})"
 
 
 def _danger_cell(summary: Any) -> Text:
-    flag = _get(summary, "danger_zone")
+    flag = dig(summary, "danger_zone")
     if flag is True:
         return Text("DANGER", style=DANGER_STYLE)
     return Text("ok", style="green") if flag is False else Text(DASH)
@@ -258,19 +250,17 @@ def _category_table(candidates: Sequence[Mapping[str, Any]]) -> Table:
     categories = sorted({str(c) for cand in candidates for c in (cand.get("by_category") or {})})
     for category in categories:
         for cand in candidates:
-            s = _get(cand, "by_category", category)
+            s = dig(cand, "by_category", category)
             if s is None:
                 continue
-            alpha = fmt_rate(
-                _get(s, "acceptance_rate"), _get(s, "accepted_tokens"), _get(s, "drafted_tokens")
-            )
+            alpha = fmt_rate(dig(s, "acceptance_rate"), dig(s, "accepted_tokens"), dig(s, "drafted_tokens"))
             table.add_row(
                 Text(category),
                 Text(_label(cand)),
-                Text(with_ci(alpha, _get(s, "acceptance_rate_ci"))),
-                Text(fmt_num(_get(s, "acceptance_length"))),
-                Text(with_ci(fmt_speedup(_get(s, "speedup_measured")), _get(s, "speedup_measured_ci"))),
-                Text(fmt_num(_get(s, "jitter"))),
+                Text(with_ci(alpha, dig(s, "acceptance_rate_ci"))),
+                Text(fmt_num(dig(s, "acceptance_length"))),
+                Text(with_ci(fmt_speedup(dig(s, "speedup_measured")), dig(s, "speedup_measured_ci"))),
+                Text(fmt_num(dig(s, "jitter"))),
                 _danger_cell(s),
             )
     return table
@@ -279,12 +269,12 @@ def _category_table(candidates: Sequence[Mapping[str, Any]]) -> Table:
 def danger_tags(summary: Any) -> list[str]:
     """The figures that put a summary in the danger zone, short: ``["α 0.21", "E_meas 0.84×"]``."""
     tags = []
-    alpha, e_meas = as_float(_get(summary, "acceptance_rate")), as_float(_get(summary, "speedup_measured"))
+    alpha, e_meas = as_float(dig(summary, "acceptance_rate")), as_float(dig(summary, "speedup_measured"))
     if alpha is not None and alpha < ACCEPTANCE_DANGER:
         tags.append(f"α {fmt_num(alpha)}")
     if e_meas is not None and e_meas < SPEEDUP_DANGER:
         tags.append(f"E_meas {fmt_speedup(e_meas)}")
-    if not tags and _get(summary, "danger_zone") is True:
+    if not tags and dig(summary, "danger_zone") is True:
         tags.append(_reasons(summary))  # a reason without a figure we know how to shorten
     return tags
 
@@ -296,8 +286,8 @@ def danger_note(candidate: Mapping[str, Any], *, label: bool = True) -> str | No
     "⚠ DANGER ZONE — <candidate>" head, for a table row that already names the candidate."""
     summary = candidate.get("summary")
     by_category = candidate.get("by_category") or {}
-    risky = [(str(c), s) for c, s in sorted(by_category.items()) if _get(s, "danger_zone") is True]
-    overall = _get(summary, "danger_zone") is True
+    risky = [(str(c), s) for c, s in sorted(by_category.items()) if dig(s, "danger_zone") is True]
+    overall = dig(summary, "danger_zone") is True
     if not overall and not risky:
         return None
     parts = []
@@ -327,7 +317,7 @@ def verdict(result: Mapping[str, Any]) -> Text:
     measured = [
         (x, c)
         for c in result.get("candidates") or []
-        if (x := as_float(_get(c, "summary", "speedup_measured"))) is not None
+        if (x := as_float(dig(c, "summary", "speedup_measured"))) is not None
     ]
     if not measured:
         return Text(
@@ -341,17 +331,17 @@ def verdict(result: Mapping[str, Any]) -> Text:
             style=DANGER_STYLE,
         )
     s = best.get("summary")
-    e_meas = with_ci(fmt_speedup(best_x), _get(s, "speedup_measured_ci"))
+    e_meas = with_ci(fmt_speedup(best_x), dig(s, "speedup_measured_ci"))
     line = Text(
         f"Verdict: best candidate {_label(best)} — E_meas {e_meas}, "
-        f"α {fmt_num(_get(s, 'acceptance_rate'), 3)}.",
+        f"α {fmt_num(dig(s, 'acceptance_rate'), 3)}.",
         style="bold green",
     )
     # A good overall figure can hide a domain where the draft fails (the seed's legal-text lesson).
     risky = sorted(
-        str(cat) for cat, cs in (best.get("by_category") or {}).items() if _get(cs, "danger_zone") is True
+        str(cat) for cat, cs in (best.get("by_category") or {}).items() if dig(cs, "danger_zone") is True
     )
-    if _get(s, "danger_zone") is True:
+    if dig(s, "danger_zone") is True:
         line.append(f" But it is in the danger zone: {_reasons(s)}", style=DANGER_STYLE)
     elif risky:
         line.append(f" But it is in the danger zone on: {', '.join(risky)}.", style=DANGER_STYLE)
@@ -371,7 +361,7 @@ def machine_row(result: Mapping[str, Any]) -> str | None:
     steal = as_float(f.get("steal_share"))
     if steal is not None and steal >= 0.005:
         parts.append(f"steal {fmt_pct(steal)}")
-    cost = as_float(_get(f, "sampler", "share_of_core"))
+    cost = as_float(dig(f, "sampler", "share_of_core"))
     if cost is not None:
         parts.append(f"sampler {fmt_pct(cost, 2)} of a core")
     return " · ".join(parts)
@@ -404,11 +394,27 @@ def print_hygiene(result: Mapping[str, Any], console: Console, *, where: str) ->
         console.print(line, soft_wrap=True)
 
 
+Renderer = Callable[[Mapping[str, Any], Console], None]
+
+
+def framed_by_hygiene(render: Renderer) -> Renderer:
+    """``render`` between the two halves of ``print_hygiene``: how every measuring command's view starts and
+    ends, so the machine's warning frames the result whatever its layout."""
+
+    @functools.wraps(render)
+    def framed(result: Mapping[str, Any], console: Console) -> None:
+        print_hygiene(result, console, where="top")
+        render(result, console)
+        print_hygiene(result, console, where="bottom")
+
+    return framed
+
+
+@framed_by_hygiene
 def render_result(result: Mapping[str, Any], console: Console) -> None:
     """Print a whole result: header, one table per candidate, the per-category table, the verdict."""
-    print_hygiene(result, console, where="top")
     console.print(_header(result))
-    baseline = _get(result, "baseline", "summary")
+    baseline = dig(result, "baseline", "summary")
     candidates = [c for c in result.get("candidates") or [] if isinstance(c, Mapping)]
     if not candidates:
         console.print(Text("No candidate measured.", style="bold yellow"))
@@ -421,7 +427,7 @@ def render_result(result: Mapping[str, Any], console: Console) -> None:
         note = _danger_note(cand)
         if note is not None:
             console.print(note)
-    requests = as_float(_get(candidates[0], "summary", "requests")) if candidates else None
+    requests = as_float(dig(candidates[0], "summary", "requests")) if candidates else None
     if requests is not None and requests < MIN_CI_REQUESTS:
         console.print(
             Text(
@@ -433,12 +439,11 @@ def render_result(result: Mapping[str, Any], console: Console) -> None:
     for line in vllm_check_lines(result):
         console.print(line)
     console.print(verdict(result))
-    print_hygiene(result, console, where="bottom")
 
 
 def vllm_check_lines(result: Mapping[str, Any]) -> list[Text]:
     """One line per vLLM run: its own counters against the totals of specmeter's records."""
-    runs = _get(result, "vllm", "runs")
+    runs = dig(result, "vllm", "runs")
     if not isinstance(runs, Mapping):
         return []
     lines = []

@@ -398,12 +398,7 @@ class RequestSink:
     def __enter__(self) -> RequestSink:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:  # closed however the block ends
         self.close()
 
 

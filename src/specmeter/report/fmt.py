@@ -16,6 +16,15 @@ DASH = "—"
 _BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
+def dig(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]…``, or None once a level is missing or not a mapping, so partial results still render."""
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
 def as_float(value: Any) -> float | None:
     """A finite number from JSON, else None (bool is not a number here)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

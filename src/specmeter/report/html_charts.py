@@ -13,7 +13,7 @@ from typing import Any
 
 from specmeter.metrics.latency import chunk_gaps, stall_indexes
 from specmeter.metrics.records import BASELINE, RequestRecord, run_label
-from specmeter.report.fmt import as_float, fmt_bytes, fmt_ms, fmt_speedup
+from specmeter.report.fmt import as_float, dig, fmt_bytes, fmt_ms, fmt_speedup
 from specmeter.report.html_svg import (
     BASELINE_COLOR,
     DANGER_COLOR,
@@ -46,16 +46,8 @@ __all__ = [
 Records = Mapping[str, Sequence[RequestRecord]]  # run label (records.run_label) -> records
 
 
-def _get(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _ci(summary: Any, key: str) -> tuple[float | None, float | None]:
-    ci = _get(summary, key)
+    ci = dig(summary, key)
     if isinstance(ci, list) and len(ci) == 2:
         return as_float(ci[0]), as_float(ci[1])
     return None, None
@@ -78,7 +70,7 @@ def _rows_by_category(result: Mapping[str, Any], value_key: str, ci_key: str, da
     for i, c in enumerate(_cands(result)):
         parts = [("all", c.get("summary")), *sorted((c.get("by_category") or {}).items())]
         for category, s in parts:
-            value = as_float(_get(s, value_key))
+            value = as_float(dig(s, value_key))
             lo, hi = _ci(s, ci_key)
             color = DANGER_COLOR if value is not None and value < danger else _color(i)
             rows.append(Row(f"{candidate_label(c)} · {category}", value, lo, hi, color, _text(value, lo, hi)))
@@ -112,7 +104,7 @@ def speedup_chart(result: Mapping[str, Any]) -> str | None:
 def positions_chart(result: Mapping[str, Any]) -> str | None:
     series = []
     for i, c in enumerate(_cands(result)):
-        pos = _get(c, "summary", "per_position") or []
+        pos = dig(c, "summary", "per_position") or []
         entries = [p for p in pos if isinstance(p, Mapping) and as_float(p.get("position")) is not None]
         if not entries:
             continue
@@ -142,7 +134,7 @@ def models_chart(result: Mapping[str, Any]) -> str | None:
         bars = []
         for name, key in _MODELS:
             lo, hi = _ci(s, "speedup_measured_ci") if key == "speedup_measured" else (None, None)
-            bars.append(Bar(name, as_float(_get(s, key)), lo, hi))
+            bars.append(Bar(name, as_float(dig(s, key)), lo, hi))
         groups.append((candidate_label(c), bars))
     if not any(b.value is not None for _, bars in groups for b in bars):
         return None
@@ -160,8 +152,8 @@ def k_chart(result: Mapping[str, Any]) -> str | None:
     series = []
     for i, (draft, cands) in enumerate(by_draft.items()):
         cands = sorted(cands, key=lambda c: int(c.get("k") or 0))
-        measured = [(float(c.get("k") or 0), as_float(_get(c, "summary", "speedup_measured"))) for c in cands]
-        rows = _get(cands[-1], "summary", "speedup_calibrated_by_k")
+        measured = [(float(c.get("k") or 0), as_float(dig(c, "summary", "speedup_measured"))) for c in cands]
+        rows = dig(cands[-1], "summary", "speedup_calibrated_by_k")
         predicted = [
             (float(k), as_float(row.get("speedup_calibrated")))
             for row in (rows if isinstance(rows, list) else [])
@@ -201,10 +193,10 @@ def gap_chart(result: Mapping[str, Any], records: Records | None) -> str | None:
             return ecdf("gaps", "Chunk gaps: cumulative distribution (further right = longer pauses)", series,
                         x_label="gap between emissions (ms, log scale)")  # fmt: skip
     groups = []
-    for label, s in [(BASELINE, _get(result, "baseline", "summary"))] + [
+    for label, s in [(BASELINE, dig(result, "baseline", "summary"))] + [
         (candidate_label(c), c.get("summary")) for c in _cands(result)
     ]:
-        bars = [Bar(q, as_float(_get(s, "gap_ms", q))) for q in ("p50", "p90", "p99")]
+        bars = [Bar(q, as_float(dig(s, "gap_ms", q))) for q in ("p50", "p90", "p99")]
         groups.append((label, bars))
     if not any(b.value is not None for _, bars in groups for b in bars):
         return None
@@ -249,8 +241,8 @@ def memory_chart(result: Mapping[str, Any]) -> str | None:
     rows = []
     for c in _cands(result):
         s = c.get("summary")
-        w_t, w_d = as_float(_get(s, "weight_bytes", "target")), as_float(_get(s, "weight_bytes", "draft"))
-        extra = as_float(_get(s, "extra_memory_bytes"))
+        w_t, w_d = as_float(dig(s, "weight_bytes", "target")), as_float(dig(s, "weight_bytes", "draft"))
+        extra = as_float(dig(s, "extra_memory_bytes"))
         kv_d = extra - w_d if extra is not None and w_d is not None else None
         segs = [
             (w_t or 0.0, BASELINE_COLOR, "target weights W_T"),
@@ -266,11 +258,11 @@ def memory_chart(result: Mapping[str, Any]) -> str | None:
 
 def traffic_chart(result: Mapping[str, Any]) -> str | None:
     rows = []
-    base = as_float(_get(result, "baseline", "summary", "weight_traffic_per_token"))
+    base = as_float(dig(result, "baseline", "summary", "weight_traffic_per_token"))
     if base is not None:
         rows.append((BASELINE, [(base, BASELINE_COLOR, BASELINE)]))
     for i, c in enumerate(_cands(result)):
-        value = as_float(_get(c, "summary", "weight_traffic_per_token"))
+        value = as_float(dig(c, "summary", "weight_traffic_per_token"))
         if value is not None:
             rows.append((candidate_label(c), [(value, _color(i), candidate_label(c))]))
     if len(rows) < 1:

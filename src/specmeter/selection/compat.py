@@ -204,33 +204,20 @@ def _special_findings(t: ModelFacts, d: ModelFacts) -> list[Finding]:
     extra = sorted(set(added_d) - set(added_t))
     missing = sorted(set(added_t) - set(added_d))
     flags = sorted(i for i in set(added_t) & set(added_d) if added_t[i] != added_d[i])
-    if extra:
-        out.append(
-            Finding(
-                "caveat",
-                "added_tokens",
-                f"the draft adds {len(extra)} token(s) the target lacks: "
-                + _quote([f"{added_d[i][0]} ({i})" for i in extra]),
-            )
-        )
-    if missing:
-        out.append(
-            Finding(
-                "caveat",
-                "added_tokens",
-                f"the target adds {len(missing)} token(s) the draft lacks: "
-                + _quote([f"{added_t[i][0]} ({i})" for i in missing]),
-            )
-        )
-    if flags:
-        out.append(
-            Finding(
-                "caveat",
-                "added_tokens",
-                "added tokens differ in content or special flag: "
-                + _quote([f"{i}: {added_t[i]} vs {added_d[i]}" for i in flags]),
-            )
-        )
+    differences = (
+        (f"the draft adds {len(extra)} token(s) the target lacks", [f"{added_d[i][0]} ({i})" for i in extra]),
+        (
+            f"the target adds {len(missing)} token(s) the draft lacks",
+            [f"{added_t[i][0]} ({i})" for i in missing],
+        ),
+        (
+            "added tokens differ in content or special flag",
+            [f"{i}: {added_t[i]} vs {added_d[i]}" for i in flags],
+        ),
+    )
+    out += [
+        Finding("caveat", "added_tokens", f"{what}: {_quote(items)}") for what, items in differences if items
+    ]
     if not (extra or missing or flags):
         out.append(Finding("ok", "added_tokens", f"{len(added_t)} added token(s), identical"))
     return out

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specmeter.report.console import print_hygiene
+from specmeter.report.console import framed_by_hygiene
 from specmeter.report.fmt import DASH, fmt_int, fmt_ms, fmt_num, fmt_pct, fmt_speedup
 from specmeter.selection.tune import ALL
 
@@ -134,14 +134,9 @@ def _best_table(best: Mapping[str, Any]) -> Table:
     return table
 
 
+@framed_by_hygiene
 def render_tune(result: Mapping[str, Any], console: Console) -> None:
-    """The result, framed by the machine's warning when it was busy (``report.console.print_hygiene``)."""
-    print_hygiene(result, console, where="top")
-    _render_tune(result, console)
-    print_hygiene(result, console, where="bottom")
-
-
-def _render_tune(result: Mapping[str, Any], console: Console) -> None:
+    """The result (framed by the machine's warning when it was busy: ``report.console.framed_by_hygiene``)."""
     section = result.get("tune") or {}
     cfg = (result.get("run") or {}).get("config") or {}
     drafts = ", ".join(map(str, cfg.get("drafts") or []))

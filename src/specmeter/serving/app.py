@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from specmeter.metrics.records import Emission, RequestRecord
 from specmeter.report.files import RequestSink
-from specmeter.serving.engine import GenerationResult, ServingEngine
+from specmeter.serving.engine import Decoding, GenerationResult, ServingEngine
 from specmeter.serving.messages_api import error_body, message_body, parse_messages_request
 from specmeter.serving.messages_serve import stream_message
 from specmeter.serving.openai_schema import APIError, ParsedRequest, parse_request
@@ -43,9 +43,8 @@ from specmeter.serving.prom import ServerMetrics
 from specmeter.serving.responses import (
     FINISH_REASONS,
     TextStream,
-    chat_chunk,
-    completion_chunk,
     final_response,
+    stream_chunk,
 )
 from specmeter.serving.responses import spec_metrics as spec_metrics_of
 from specmeter.serving.responses import usage as usage_of
@@ -55,6 +54,8 @@ from specmeter.serving.worker import GenerationWorker, Job
 __all__ = ["ServeConfig", "create_app"]
 
 Kind = Literal["completion", "chat"]
+Events = asyncio.Queue[tuple[Any, ...]]  # ("tokens", ids), ("done", result, error) or ("disconnect",)
+Watch = Callable[[], Coroutine[Any, Any, None]]  # returns once the client has disconnected
 
 
 @dataclass(frozen=True)
@@ -217,9 +218,10 @@ async def _body(request: Request) -> Any:
 
 
 def _submit(
-    server: _Server, parsed: ParsedRequest, kind: Kind | Literal["messages"]
-) -> tuple[Job, asyncio.Queue[tuple[Any, ...]], Callable[..., None]]:
-    """Queue a checked request on the worker: the job, the queue its events arrive on, and their bridge."""
+    server: _Server, request: Request, parsed: ParsedRequest, kind: Kind | Literal["messages"]
+) -> tuple[Job, Events, Watch]:
+    """Queue a checked request on the worker: the job, the queue its events arrive on, and the watcher that
+    cancels the job when the client disconnects (a ``disconnect`` event)."""
     ids, max_tokens = server.prepare(parsed)
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
@@ -229,10 +231,7 @@ def _submit(
         request_id=f"{prefix}-{uuid.uuid4().hex}",
         kind=kind,
         prompt_ids=tuple(ids),
-        max_tokens=max_tokens,
-        temperature=parsed.temperature,
-        top_p=parsed.top_p,
-        seed=parsed.seed,
+        decoding=Decoding(max_tokens, parsed.temperature, parsed.top_p, parsed.seed),
         on_tokens=lambda tokens: put("tokens", tokens),
         on_done=lambda result, error: put("done", result, error),
         log=_log_fields(parsed, server.config.log_prompts),
@@ -244,18 +243,16 @@ def _submit(
             type="rate_limit_error",
             code="rate_limit_exceeded",
         )
-    return job, events, put
+    return job, events, functools.partial(_watch_disconnect, request, job, put)
 
 
 async def _generate(server: _Server, request: Request, kind: Kind) -> Response:
     server.authorize(request)
     parsed = parse_request(await _body(request), kind, server.engine.model_name)
-    job, events, put = _submit(server, parsed, kind)
+    job, events, watch = _submit(server, request, parsed, kind)
     if parsed.stream:
-        return StreamingResponse(
-            _stream(server, request, parsed, job, events, put), media_type="text/event-stream"
-        )
-    return await _complete(server, request, parsed, job, events, put)
+        return StreamingResponse(_stream(server, parsed, job, events, watch), media_type="text/event-stream")
+    return await _complete(server, parsed, job, events, watch)
 
 
 async def _messages(server: _Server, request: Request) -> Response:
@@ -263,8 +260,7 @@ async def _messages(server: _Server, request: Request) -> Response:
     try:
         server.authorize(request, x_api_key=True)
         parsed = parse_messages_request(await _body(request), server.engine.model_name)
-        job, events, put = _submit(server, parsed, "messages")
-        watch = functools.partial(_watch_disconnect, request, job, put)
+        job, events, watch = _submit(server, request, parsed, "messages")
         model = parsed.model
         if parsed.stream:
             return StreamingResponse(
@@ -281,9 +277,7 @@ async def _messages(server: _Server, request: Request) -> Response:
     return JSONResponse(body)
 
 
-async def _result(
-    job: Job, events: asyncio.Queue[tuple[Any, ...]], watch: Callable[[], Coroutine[Any, Any, None]]
-) -> GenerationResult | None:
+async def _result(job: Job, events: Events, watch: Watch) -> GenerationResult | None:
     """Wait for a job's end: its result, None when the client disconnected; APIError 500 when it failed."""
     watcher = asyncio.create_task(watch())
     try:
@@ -302,14 +296,9 @@ async def _result(
 
 
 async def _complete(
-    server: _Server,
-    request: Request,
-    parsed: ParsedRequest,
-    job: Job,
-    events: asyncio.Queue[tuple[Any, ...]],
-    put: Callable[..., None],
+    server: _Server, parsed: ParsedRequest, job: Job, events: Events, watch: Watch
 ) -> Response:
-    result = await _result(job, events, functools.partial(_watch_disconnect, request, job, put))
+    result = await _result(job, events, watch)
     if result is None:
         return Response(status_code=204)  # nobody will read it
     text = server.engine.decode(result.output_ids)
@@ -329,12 +318,7 @@ async def _complete(
 
 
 async def _stream(
-    server: _Server,
-    request: Request,
-    parsed: ParsedRequest,
-    job: Job,
-    events: asyncio.Queue[tuple[Any, ...]],
-    put: Callable[..., None],
+    server: _Server, parsed: ParsedRequest, job: Job, events: Events, watch: Watch
 ) -> AsyncIterator[bytes]:
     created, model, rid = int(time.time()), parsed.model, job.request_id
     prompt_tokens, produced = len(job.prompt_ids), 0
@@ -345,21 +329,18 @@ async def _stream(
     )
 
     def chunk(piece: str, finish: str | None, ids: list[int]) -> dict[str, Any]:
-        if chat:
-            delta = {"content": piece} if piece or finish is None else {}
-            body = chat_chunk(rid, created, model, delta, finish, ids_or_none(ids))
-        else:
-            body = completion_chunk(rid, created, model, piece, finish, ids_or_none(ids))
+        content = ({"content": piece} if piece or finish is None else {}) if chat else piece
+        body = stream_chunk(parsed.kind, rid, created, model, content, finish, ids_or_none(ids))
         if parsed.continuous_usage:
             body["usage"] = usage_of(prompt_tokens, produced)
         return body
 
-    watcher = asyncio.create_task(_watch_disconnect(request, job, put))
+    watcher = asyncio.create_task(watch())
     finished = False
     try:
         if chat:  # OpenAI's first chat chunk carries the role and no content
-            first = chat_chunk(
-                rid, created, model, {"role": "assistant", "content": ""}, None, ids_or_none([])
+            first = stream_chunk(
+                "chat", rid, created, model, {"role": "assistant", "content": ""}, None, ids_or_none([])
             )
             if parsed.continuous_usage:
                 first["usage"] = usage_of(prompt_tokens, 0)

@@ -8,11 +8,25 @@ other backends can supply anything with the same shape. ``generate`` (one reques
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from specmeter.metrics.records import Emission, FinishReason, ModelInfo, StepRecord
 
-__all__ = ["BatchSession", "GenerationResult", "ServingEngine"]
+__all__ = ["BatchSession", "Decoding", "Emit", "GenerationResult", "ServingEngine"]
+
+# Called after every step with the tokens it emitted; returning True stops the sequence (its client left).
+Emit = Callable[[list[int]], bool | None]
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How one request is decoded, as the server checked it: its output budget and its sampling."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None = None  # None: a fresh random stream per request
 
 
 class GenerationResult(Protocol):
@@ -44,17 +58,7 @@ class BatchSession(Protocol):
     @property
     def live(self) -> int: ...
 
-    def add(
-        self,
-        prompt_ids: Sequence[int],
-        *,
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int | None,
-        on_emit: Callable[[list[int]], bool | None],
-        tag: Any,
-    ) -> None: ...
+    def add(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit, tag: Any) -> None: ...
 
     def step(self) -> Sequence[tuple[Any, GenerationResult]]: ...
 
@@ -74,16 +78,7 @@ class ServingEngine(Protocol):
 
     def vocab_size(self) -> int: ...
 
-    def generate(
-        self,
-        prompt_ids: Sequence[int],
-        *,
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int | None,
-        on_emit: Callable[[list[int]], bool | None],
-    ) -> GenerationResult: ...
+    def generate(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit) -> GenerationResult: ...
 
     def open_batch(self, max_batch: int) -> BatchSession:
         """A batch session of up to ``max_batch`` sequences (serve ``--max-batch`` > 1)."""

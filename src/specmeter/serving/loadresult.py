@@ -27,6 +27,7 @@ from specmeter.goldenset.lengths import length_bucket
 from specmeter.metrics import danger_zone, summarize, summarize_by_category
 from specmeter.metrics.records import ModelInfo, RunRecord
 from specmeter.metrics.slo import SLO, evaluate
+from specmeter.metrics.summary import MODEL_FILE_KEYS
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.monitoring.adapters import unavailable_metrics
 from specmeter.report.files import ResultFile
@@ -37,14 +38,6 @@ __all__ = ["LEVEL_KEY", "add_level", "effective_concurrency", "level_entry", "re
 
 MAX_LISTED_FAILURES = 50
 LEVEL_KEY = ("concurrency", "rate")  # a load level's entry is keyed by its level, not by draft and k
-_REMOTE_NULL = (
-    "weight_bytes",
-    "kv_bytes_per_token",
-    "extra_memory_bytes",
-    "weight_traffic_per_token",
-    "baseline_weight_traffic_per_token",
-    "bandwidth_efficiency",
-)
 _FROM_SERVER = (
     "steps",
     "drafted_tokens",
@@ -92,7 +85,7 @@ def _run(role: RoleResult, speculative: bool, k: int, temperature: float, top_p:
 
 
 def _apply_server(summary: dict[str, Any], acceptance: ServerAcceptance | None) -> None:
-    for key in _REMOTE_NULL:
+    for key in MODEL_FILE_KEYS:  # the remote_model placeholders know no weights
         summary[key] = None
     if acceptance is not None and acceptance.source != "none":
         figures = acceptance.as_dict()

@@ -16,18 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specmeter.report.console import print_hygiene
-from specmeter.report.fmt import DASH, as_float, fmt_num, fmt_speedup, with_ci
+from specmeter.report.console import framed_by_hygiene
+from specmeter.report.fmt import DASH, as_float, dig, fmt_num, fmt_speedup, with_ci
 
 __all__ = ["render_load", "slo_line", "stop_paying_level"]
-
-
-def _get(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 def _level(entry: Mapping[str, Any]) -> str:
@@ -43,7 +35,7 @@ def _level(entry: Mapping[str, Any]) -> str:
 def stop_paying_level(result: Mapping[str, Any]) -> str | None:
     """The first load level whose measured speedup is below 1, or None."""
     for entry in result.get("candidates") or []:
-        e = as_float(_get(entry, "summary", "speedup_measured"))
+        e = as_float(dig(entry, "summary", "speedup_measured"))
         if e is not None and e < 1.0:
             return _level(entry)
     return None
@@ -57,27 +49,27 @@ def _ms(value: Any) -> str:
 
 
 def _pair(dist: Any) -> str:
-    return f"{_ms(_get(dist, 'p50'))}/{_ms(_get(dist, 'p99'))}"
+    return f"{_ms(dig(dist, 'p50'))}/{_ms(dig(dist, 'p99'))}"
 
 
 def _estimated(entry: Any) -> list[str]:
     """Summary keys the server's figures only estimate (TGI exports no drafted-token count)."""
-    server = _get(entry, "server") or {}
+    server = dig(entry, "server") or {}
     block = {"metrics": server.get("metrics"), "per_request": server.get("per_request")}.get(
         server.get("used") or ""
     )
-    return list(_get(block, "estimated") or [])
+    return list(dig(block, "estimated") or [])
 
 
 def _row(
     table: Table, level: str, role: str, summary: Any, load: Any, speculative: bool, approx: bool = False
 ) -> None:
-    ok, failed = _get(load, "completed"), _get(load, "failed")
+    ok, failed = dig(load, "completed"), dig(load, "failed")
     requests = f"{ok if ok is not None else DASH}" + (f"+{failed}✗" if failed else "")
-    tps = as_float(_get(load, "output_tokens_per_s"))
-    held = as_float(_get(load, "effective_concurrency"))
-    e_meas = Text(fmt_speedup(_get(summary, "speedup_measured")) if speculative else DASH)
-    if speculative and _get(summary, "danger_zone") is True:
+    tps = as_float(dig(load, "output_tokens_per_s"))
+    held = as_float(dig(load, "effective_concurrency"))
+    e_meas = Text(fmt_speedup(dig(summary, "speedup_measured")) if speculative else DASH)
+    if speculative and dig(summary, "danger_zone") is True:
         e_meas.append(" !", style="bold red")
         e_meas.stylize("bold red")
     table.add_row(
@@ -85,12 +77,12 @@ def _row(
         role,
         DASH if held is None else f"{held:.2f}",
         requests,
-        _pair(_get(summary, "ttft_ms")),
-        _ms(_get(summary, "tpot_ms", "p50")),
-        _pair(_get(summary, "gap_ms")),
+        _pair(dig(summary, "ttft_ms")),
+        _ms(dig(summary, "tpot_ms", "p50")),
+        _pair(dig(summary, "gap_ms")),
         DASH if tps is None else f"{tps:.0f}",
-        (("≈" if approx else "") + fmt_num(_get(summary, "acceptance_rate"), 3)) if speculative else DASH,
-        fmt_num(_get(summary, "acceptance_length")) if speculative else DASH,
+        (("≈" if approx else "") + fmt_num(dig(summary, "acceptance_rate"), 3)) if speculative else DASH,
+        fmt_num(dig(summary, "acceptance_length")) if speculative else DASH,
         e_meas,
     )
 
@@ -126,23 +118,18 @@ def _render_groups(entry: Mapping[str, Any], key: str, title: str, console: Cons
     for group, summary in groups.items():
         table.add_row(
             group,
-            str(_get(summary, "requests") or DASH),
-            with_ci(fmt_num(_get(summary, "acceptance_rate"), 3), _get(summary, "acceptance_rate_ci")),
-            fmt_num(_get(summary, "acceptance_length")),
-            with_ci(fmt_speedup(_get(summary, "speedup_measured")), _get(summary, "speedup_measured_ci")),
+            str(dig(summary, "requests") or DASH),
+            with_ci(fmt_num(dig(summary, "acceptance_rate"), 3), dig(summary, "acceptance_rate_ci")),
+            fmt_num(dig(summary, "acceptance_length")),
+            with_ci(fmt_speedup(dig(summary, "speedup_measured")), dig(summary, "speedup_measured_ci")),
         )
     console.print(table)
 
 
+@framed_by_hygiene
 def render_load(result: Mapping[str, Any], console: Console) -> None:
     """The levels' table, framed by the machine's warning when it was busy (``report.console``)."""
-    print_hygiene(result, console, where="top")
-    _render_load(result, console)
-    print_hygiene(result, console, where="bottom")
-
-
-def _render_load(result: Mapping[str, Any], console: Console) -> None:
-    config = _get(result, "run", "config") or {}
+    config = dig(result, "run", "config") or {}
     title = f"specmeter load · {config.get('endpoint', DASH)}"
     if config.get("baseline"):
         title += f" vs baseline {config['baseline']}"
@@ -169,12 +156,12 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
         baseline = entry.get("baseline")
         if isinstance(baseline, Mapping):
             _row(table, "", "base", baseline.get("summary"), baseline.get("load"), False)
-        e_meas = _get(summary, "speedup_measured")
+        e_meas = dig(summary, "speedup_measured")
         if e_meas is not None:
-            line = f"{level}: E_meas {with_ci(fmt_speedup(e_meas), _get(summary, 'speedup_measured_ci'))}"
-            decode = _get(summary, "speedup_measured_decode")
+            line = f"{level}: E_meas {with_ci(fmt_speedup(e_meas), dig(summary, 'speedup_measured_ci'))}"
+            decode = dig(summary, "speedup_measured_decode")
             notes.append(line + (f", decode-only {fmt_speedup(decode)}" if decode is not None else ""))
-        reasons = _get(summary, "danger_reasons") or []
+        reasons = dig(summary, "danger_reasons") or []
         if reasons:
             notes.append(f"{level}: DANGER ZONE — " + " ".join(str(r) for r in reasons))
         server = entry.get("server") or {}
@@ -196,23 +183,23 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
                 "drafted-token count): " + ", ".join(estimated)
             )
         block = server.get("metrics") if used == "metrics" else server.get("per_request")
-        notes += [f"{level}: {n}" for n in _get(block, "notes") or []]
-        sources = _get(entry, "load", "token_sources") or {}
+        notes += [f"{level}: {n}" for n in dig(block, "notes") or []]
+        sources = dig(entry, "load", "token_sources") or {}
         if "usage_distributed" in sources or "none" in sources:
             notes.append(
                 f"{level}: the server reported no per-chunk token counts for some requests; their tokens "
                 "were spread over the chunks from the final usage (per-token gaps approximate)"
             )
         for run, block in (
-            ("spec", _get(entry, "load", "slo")),
-            ("base", _get(entry, "baseline", "load", "slo")),
+            ("spec", dig(entry, "load", "slo")),
+            ("base", dig(entry, "baseline", "load", "slo")),
         ):
             if isinstance(block, Mapping):
                 notes.append(f"{level} {run}: {slo_line(block)}")
-        errors = _get(entry, "load", "errors") or {}
+        errors = dig(entry, "load", "errors") or {}
         if errors:
             notes.append(f"{level}: errors " + ", ".join(f"{k} ×{v}" for k, v in errors.items()))
-            failures = _get(entry, "load", "failures") or []
+            failures = dig(entry, "load", "failures") or []
             first = {str(f.get("error")).split(":")[0]: f.get("error") for f in reversed(failures)}
             notes += [f"{level}: e.g. {first[kind]}" for kind in errors if first.get(kind)]
     console.print(table)
@@ -223,10 +210,10 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
         ):
             _render_groups(entry, key, f"{_level(entry)} by {title}", console)
     from_metrics = [
-        c for c in result.get("candidates") or [] if _get(c, "server", "used") in ("metrics", None)
+        c for c in result.get("candidates") or [] if dig(c, "server", "used") in ("metrics", None)
     ]
-    kind = next((_get(c, "server", "kind") for c in from_metrics), None)
-    missing = next((_get(c, "server", "unavailable") for c in from_metrics), None)
+    kind = next((dig(c, "server", "kind") for c in from_metrics), None)
+    missing = next((dig(c, "server", "unavailable") for c in from_metrics), None)
     if kind and missing:
         notes.append(f"from /metrics alone, a {kind} server cannot provide: " + "; ".join(missing))
     for note in dict.fromkeys(notes):
@@ -238,7 +225,7 @@ def _render_load(result: Mapping[str, Any], console: Console) -> None:
     measured = [
         (_level(c), e)
         for c in result.get("candidates") or []
-        if (e := as_float(_get(c, "summary", "speedup_measured"))) is not None
+        if (e := as_float(dig(c, "summary", "speedup_measured"))) is not None
     ]
     stop = stop_paying_level(result)
     if measured and all(e < 1.0 for _, e in measured):

@@ -8,7 +8,7 @@ the schedule's k for the live batch size (vLLM's ``num_speculative_tokens_per_ba
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import Generation, speculative_decode
 from specmeter.metrics.records import ModelInfo
 from specmeter.modeldir import ModelDirError
+from specmeter.serving.engine import Decoding, Emit
 from specmeter.workloads.loader import Message, Prompt
 from specmeter.workloads.render import render_prompt
 
@@ -122,25 +123,16 @@ class LocalEngine:
     def vocab_size(self) -> int:
         return int(self.target.model.vocab_size)
 
-    def generate(
-        self,
-        prompt_ids: Sequence[int],
-        *,
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int | None,
-        on_emit: Callable[[list[int]], bool | None],
-    ) -> Generation:
+    def generate(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit) -> Generation:
         return speculative_decode(
             self.target.model,
             self.draft.model if self.draft is not None else None,
             prompt_ids,
             k=self.schedule.k_for(1, self.k),
-            params=SamplingParams(temperature, top_p),
-            max_tokens=max_tokens,
+            params=SamplingParams(decoding.temperature, decoding.top_p),
+            max_tokens=decoding.max_tokens,
             eos_ids=self.target.eos_ids,
-            generator=_generator(self.target.model.device, seed),
+            generator=_generator(self.target.model.device, decoding.seed),
             on_emit=on_emit,
         )
 
@@ -165,20 +157,10 @@ class LocalBatch:
     def live(self) -> int:
         return self.decoder.live + self.decoder.waiting
 
-    def add(
-        self,
-        prompt_ids: Sequence[int],
-        *,
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int | None,
-        on_emit: Callable[[list[int]], bool | None],
-        tag: Any,
-    ) -> None:
-        generator = _generator(self.engine.target.model.device, seed)
-        params = SamplingParams(temperature, top_p)
-        self.decoder.add(SequenceRequest(prompt_ids, max_tokens, params, generator, on_emit, tag))
+    def add(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit, tag: Any) -> None:
+        generator = _generator(self.engine.target.model.device, decoding.seed)
+        params = SamplingParams(decoding.temperature, decoding.top_p)
+        self.decoder.add(SequenceRequest(prompt_ids, decoding.max_tokens, params, generator, on_emit, tag))
 
     def step(self) -> list[tuple[Any, Generation]]:
         return self.decoder.step()

@@ -16,10 +16,9 @@ from specmeter.serving.engine import GenerationResult
 __all__ = [
     "FINISH_REASONS",
     "TextStream",
-    "chat_chunk",
-    "completion_chunk",
     "final_response",
     "spec_metrics",
+    "stream_chunk",
     "usage",
 ]
 
@@ -94,32 +93,24 @@ def _base(request_id: str, obj: str, created: int, model: str) -> dict[str, Any]
     return {"id": request_id, "object": obj, "created": created, "model": model}
 
 
-def completion_chunk(
+def stream_chunk(
+    kind: str,
     request_id: str,
     created: int,
     model: str,
-    text: str,
+    content: str | dict[str, str],
     finish_reason: str | None = None,
     token_ids: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    choice: dict[str, Any] = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+    """A streamed chunk: ``content`` is a chat's delta (``kind == "chat"``), else the completion's text."""
+    chat = kind == "chat"
+    choice: dict[str, Any] = {
+        "index": 0, "delta" if chat else "text": content, "logprobs": None, "finish_reason": finish_reason
+    }  # fmt: skip
     if token_ids is not None:
         choice["token_ids"] = list(token_ids)
-    return {**_base(request_id, "text_completion", created, model), "choices": [choice]}
-
-
-def chat_chunk(
-    request_id: str,
-    created: int,
-    model: str,
-    delta: dict[str, str],
-    finish_reason: str | None = None,
-    token_ids: Sequence[int] | None = None,
-) -> dict[str, Any]:
-    choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-    if token_ids is not None:
-        choice["token_ids"] = list(token_ids)
-    return {**_base(request_id, "chat.completion.chunk", created, model), "choices": [choice]}
+    obj = "chat.completion.chunk" if chat else "text_completion"
+    return {**_base(request_id, obj, created, model), "choices": [choice]}
 
 
 def final_response(

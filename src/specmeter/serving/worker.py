@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from specmeter.serving.engine import BatchSession, GenerationResult, ServingEngine
+from specmeter.serving.engine import BatchSession, Decoding, Emit, GenerationResult, ServingEngine
 from specmeter.serving.prom import ServerMetrics
 
 __all__ = ["GenerationWorker", "Job"]
@@ -37,16 +37,23 @@ class Job:
     request_id: str
     kind: str  # "completion" or "chat"
     prompt_ids: tuple[int, ...]
-    max_tokens: int
-    temperature: float
-    top_p: float
-    seed: int | None
+    decoding: Decoding
     on_tokens: Callable[[list[int]], None]  # called in the worker thread after every engine step
     on_done: Callable[[GenerationResult | None, BaseException | None], None]  # result None: never started
     arrival: float = field(default_factory=perf_counter)
     cancelled: threading.Event = field(default_factory=threading.Event)
     started: float | None = None
     log: Mapping[str, Any] = field(default_factory=dict)  # extra fields of the request log (domain, tenant…)
+
+
+def _emitter(job: Job) -> Emit:
+    """The engine's ``on_emit`` for ``job``: hand its tokens on, and stop it once its client has left."""
+
+    def emit(tokens: list[int]) -> bool:
+        job.on_tokens(tokens)
+        return job.cancelled.is_set()
+
+    return emit
 
 
 class GenerationWorker:
@@ -121,12 +128,17 @@ class GenerationWorker:
             if job is None:
                 self._drain()
                 return
-            if job.cancelled.is_set() or self._stopped:
-                self._skip(job)
-                continue
-            with self._lock:
-                self._waiting -= 1
-            self._run(job)
+            if self._take(job):
+                self._run(job)
+
+    def _take(self, job: Job) -> bool:
+        """A job off the queue: True when it is to run (no longer waiting), False when it was skipped."""
+        if job.cancelled.is_set() or self._stopped:
+            self._skip(job)
+            return False
+        with self._lock:
+            self._waiting -= 1
+        return True
 
     def _drain(self) -> None:
         """Stopping: every job still queued is told it will not run, so no handler waits forever."""
@@ -153,15 +165,8 @@ class GenerationWorker:
         self.running = job
         self._gauges()
 
-        def emit(tokens: list[int]) -> bool:
-            job.on_tokens(tokens)
-            return job.cancelled.is_set()
-
         try:
-            result = self.engine.generate(
-                job.prompt_ids, max_tokens=job.max_tokens, temperature=job.temperature, top_p=job.top_p,
-                seed=job.seed, on_emit=emit,
-            )  # fmt: skip
+            result = self.engine.generate(job.prompt_ids, job.decoding, _emitter(job))
         except Exception as e:  # the engine failing must not kill the worker: the request gets a 500
             log.exception("generation of %s failed", job.request_id)
             self.running = None
@@ -197,11 +202,8 @@ class GenerationWorker:
                 if job is None:
                     stopping = True
                     break
-                if job.cancelled.is_set() or self._stopped:
-                    self._skip(job)
+                if not self._take(job):
                     continue
-                with self._lock:
-                    self._waiting -= 1
                 if session is None:
                     session = self.engine.open_batch(self.max_batch)
                 self._admit(session, job)
@@ -227,16 +229,9 @@ class GenerationWorker:
                 self._finished(job, result)
 
     def _admit(self, session: BatchSession, job: Job) -> None:
-        def emit(tokens: list[int]) -> bool:
-            job.on_tokens(tokens)
-            return job.cancelled.is_set()
-
         job.started = perf_counter()
         try:
-            session.add(
-                job.prompt_ids, max_tokens=job.max_tokens, temperature=job.temperature, top_p=job.top_p,
-                seed=job.seed, on_emit=emit, tag=id(job),
-            )  # fmt: skip
+            session.add(job.prompt_ids, job.decoding, _emitter(job), id(job))
         except Exception as e:  # a request the engine refuses fails alone
             log.exception("admitting %s failed", job.request_id)
             self._gauges()

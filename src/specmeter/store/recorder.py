@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,49 +50,36 @@ class RunRecorder:
         """True when the run is in the store and every write so far succeeded."""
         return self.run_id is not None and not self.failed
 
-    def _guard(self, action: str, error: Exception) -> None:
-        print(
-            f"warning: run store {self.path}: {action} failed ({error}); this run is no longer recorded "
-            "there (the other outputs are unaffected)",
-            file=sys.stderr,
-        )
-        self.failed = True
-        self.close()
-
-    def add_request(self, slot: str, draft: str | None, k: int, record: RequestRecord) -> None:
+    def _write(self, action: str, write: Callable[[RunStore, int], object]) -> None:
+        """One write into the run; when it fails, warn once and stop recording (the other outputs go on)."""
         if self._store is None or self.run_id is None:
             return
         try:
-            self._store.add_request(self.run_id, slot, draft, k, record)
+            write(self._store, self.run_id)
         except (sqlite3.Error, StoreError) as e:
-            self._guard("adding a request", e)
+            print(
+                f"warning: run store {self.path}: {action} failed ({e}); this run is no longer recorded "
+                "there (the other outputs are unaffected)",
+                file=sys.stderr,
+            )
+            self.failed = True
+            self.close()
+
+    def add_request(self, slot: str, draft: str | None, k: int, record: RequestRecord) -> None:
+        self._write("adding a request", lambda store, run: store.add_request(run, slot, draft, k, record))
 
     def save(self, result: Mapping[str, Any]) -> None:
         """Store the result so far; the run stays partial."""
-        if self._store is None or self.run_id is None:
-            return
-        try:
-            self._store.save_result(self.run_id, result, complete=False)
-        except (sqlite3.Error, StoreError) as e:
-            self._guard("saving the result", e)
+        self._write("saving the result", lambda store, run: store.save_result(run, result, complete=False))
 
     def finish(self, result: Mapping[str, Any], *, complete: bool = True) -> None:
         """Store the final result, mark the run complete (unless told it is not) and close the store."""
-        if self._store is None or self.run_id is None:
-            return
-        try:
-            self._store.save_result(self.run_id, result, complete=complete)
-        except (sqlite3.Error, StoreError) as e:
-            self._guard("finishing the run", e)
+        self._write("finishing the run", lambda store, run: store.save_result(run, result, complete=complete))
         self.close()
 
     def discard(self) -> None:
         """Delete the run (nothing was measured: an empty partial run would only clutter the history)."""
-        if self._store is not None and self.run_id is not None:
-            try:
-                self._store.delete_run(self.run_id)
-            except (sqlite3.Error, StoreError) as e:
-                self._guard("deleting the empty run", e)
+        self._write("deleting the empty run", lambda store, run: store.delete_run(run))
         self.run_id = None
         self.close()
 

@@ -1,0 +1,114 @@
+"""The options ``load`` and ``sweep`` share, declared and checked once: both drive servers with one client.
+
+The workload, the load levels, what every request asks, the client's timeouts, the SLO and the per-request
+outputs mean the same in either command. The defaults are ``serving.loadconfig.LoadConfig``'s (a test holds
+them equal; the CLI does not import the config at start-up, to keep ``specmeter --help`` fast).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from specmeter.cli.common import check_range, parse_float_list, parse_int_list
+
+if TYPE_CHECKING:
+    from specmeter.serving.loadconfig import Phase
+
+__all__ = [
+    "MAX_SECONDS",
+    "MAX_TOKENS",
+    "STALL_TIMEOUT",
+    "TOP_P",
+    "WARMUP",
+    "ApiKey",
+    "CsvOut",
+    "JsonOut",
+    "Limit",
+    "LogOut",
+    "MaxTokens",
+    "Model",
+    "Prompts",
+    "Quiet",
+    "RequestTimeout",
+    "Slo",
+    "StallTimeout",
+    "TopP",
+    "Warmup",
+    "check_client",
+    "levels",
+    "levels_config",
+]
+
+WARMUP, MAX_TOKENS, TOP_P, STALL_TIMEOUT = 2, 128, 1.0, 60.0  # LoadConfig's
+MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
+
+Prompts = Annotated[
+    Path, typer.Option("--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl.")
+]
+Limit = Annotated[
+    int | None,
+    typer.Option("--limit", help="Requests per level and server (default: one pass over the prompts)."),
+]
+Warmup = Annotated[int, typer.Option("--warmup", help="Warm-up requests per server before measuring.")]
+MaxTokens = Annotated[
+    int, typer.Option("--max-tokens", help="Output tokens per request (unless the prompt says).")
+]
+TopP = Annotated[float, typer.Option("--top-p", help="Nucleus sampling sent with every request.")]
+Model = Annotated[
+    str | None, typer.Option("--model", help="Model name to request (default: the server's first model).")
+]
+ApiKey = Annotated[str | None, typer.Option("--api-key", envvar="SPECMETER_API_KEY", help="Bearer token.")]
+StallTimeout = Annotated[
+    float, typer.Option("--stall-timeout", help="Seconds without data before a stream fails.")
+]
+RequestTimeout = Annotated[
+    float | None, typer.Option("--request-timeout", help="Seconds per request, overall.")
+]
+Slo = Annotated[
+    str | None,
+    typer.Option(
+        "--slo",
+        help="Per-request limits, any subset: ttft_p99_ms=…,tpot_p99_ms=…,gap_p99_ms=…,"
+        "gap_per_token_p99_ms=… → attainment (Wilson 95%) and goodput per level.",
+    ),
+]
+JsonOut = Annotated[Path | None, typer.Option("--json", help="Write the whole result as JSON.")]
+CsvOut = Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per request.")]
+LogOut = Annotated[
+    Path | None, typer.Option("--log", help="Per-request JSONL log (tokens, latency, accepted).")
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no tables.")]
+
+
+def check_client(
+    *, limit: int | None, warmup: int, max_tokens: int, top_p: float, timeouts: dict[str, float | None]
+) -> None:
+    """The shared options' ranges (and the command's ``timeouts``, by option): one ``error:`` line each."""
+    check_range("--limit", limit, low=1)
+    check_range("--max-tokens", max_tokens, low=1)
+    check_range("--warmup", warmup, low=0)
+    check_range("--top-p", top_p, low=0, low_open=True, high=1)
+    for name, seconds in timeouts.items():
+        check_range(name, seconds, low=0, low_open=True, high=MAX_SECONDS)
+
+
+def levels(concurrency: str | None, rate: str | None) -> list[Phase]:
+    """The load levels: one per ``--rate`` (requests/s, ascending), else one per ``--concurrency``."""
+    from specmeter.serving.loadconfig import Phase
+
+    if rate is not None:
+        rates = sorted(parse_float_list(rate, "--rate", low=0, low_open=True, unit="requests per second"))
+        return [Phase(rate=r) for r in rates]
+    return [Phase(concurrency=c) for c in parse_int_list(concurrency or "1", "--concurrency")]
+
+
+def levels_config(phases: Sequence[Phase]) -> dict[str, Any]:
+    """The levels as the result's run config records them."""
+    return {
+        "concurrency": [p.concurrency for p in phases if p.concurrency is not None] or None,
+        "rate": [p.rate for p in phases if p.rate is not None] or None,
+    }
