@@ -26,6 +26,7 @@ Variants (``specmeter load`` options):
 | ``-seed`` | continuous usage + return_token_ids |
 | ``default`` | continuous usage only (``--chunk-counts auto``, today's default) |
 | ``bare`` | nothing (``--chunk-counts none``: the final usage is spread over the chunks) |
+| ``no-metrics`` | nothing, and no ``/metrics`` scrapes by the client (``--server unknown --no-metrics``) |
 | ``aiperf`` | aiperf 0.13 from ``--aiperf`` (default /work/aiperf-venv/bin/aiperf), when it exists |
 
 Server e2e and ITL are printed as the mean over the rounds with its range, other figures as means; the
@@ -70,6 +71,7 @@ VARIANTS: dict[str, list[str]] = {
     "-seed": ["--chunk-counts", "usage", "--extra-body", '{"return_token_ids": true}'],
     "default": [],
     "bare": ["--chunk-counts", "none"],
+    "no-metrics": ["--server", "unknown", "--no-metrics"],
 }
 
 
