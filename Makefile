@@ -134,9 +134,15 @@ lint: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/specmeter demo --out specmeter-demo
 
+# Each script prints ratios measured side by side in its own run (benchmarks/README.md), a few minutes each
+# on 2 cores; load_observer.py is run by hand.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_vs_hf.py
 	$(BIN)/python benchmarks/load_client.py
+	$(BIN)/python benchmarks/batched_spec.py
+	$(BIN)/python benchmarks/serve_batching.py
+	$(BIN)/python benchmarks/crossover.py
+	$(BIN)/python benchmarks/whatif_truth.py
 
 # The bundled demo models, reproducible from fixed seeds. The corpus uses seed 0 and 60k+60k documents: the
 # golden sets are checked to be held out against exactly that corpus (docs/corpus.md); the distillation

@@ -14,9 +14,11 @@ import pytest
 from safetensors import safe_open
 from typer.testing import CliRunner
 
+from specmeter.bundled.demo import LOAD_QUICK
 from specmeter.bundled.models import DRAFTS, TARGET, bundled_model, missing_models
 from specmeter.cli.app import app
 from specmeter.engine.loader import load_model, load_tokenizer, tokenizer_mismatch
+from specmeter.engine.schedule import KSchedule
 
 MIB = 1024 * 1024
 
@@ -72,6 +74,38 @@ def test_demo_quick_tells_the_story(tmp_path: Path) -> None:
     compat = json.loads((out / "compat.json").read_text())
     assert [p["verdict"] for p in compat["pairs"]] == ["compatible"] * 3
     assert "winner on legal" in result.stdout
+    _check_load_section(summary, out, result.stdout)
+
+
+def _check_load_section(summary: dict[str, Any], out: Path, stdout: str) -> None:
+    """ "Where speculation stops paying": the legal winner measured at each B, the curve, the schedule."""
+    load = summary["load"]
+    winner = summary["winners"]["legal"]
+    assert (load["draft"], load["k"]) == (winner["draft"], winner["k"])
+    assert load["batches_measured"] == list(LOAD_QUICK.measured)
+    assert [r["batch"] for r in load["measured"]] == list(LOAD_QUICK.measured)
+    for r in load["measured"]:
+        assert r["speedup_measured_decode"] > 0 and r["speedup_measured"] > 0
+        assert r["speedup_predicted_waves"] > 0 and r["speedup_predicted_curve"] > 0
+        assert r["error"] == pytest.approx(r["speedup_measured_decode"] / r["speedup_predicted_waves"] - 1)
+        matched, total = r["outputs_matched"]
+        assert total == LOAD_QUICK.prompts and matched == total  # batched greedy output is the target's
+        assert (out / f"batch-legal-{r['batch']}.json").is_file()
+    assert [p["batch"] for p in load["predicted"]] == list(LOAD_QUICK.predicted)
+    for p in load["predicted"]:
+        assert set(p["by_k"]) == {str(k) for k in range(load["k"] + 1)} and p["by_k"]["0"] == 1.0
+        es = {int(k): e for k, e in p["by_k"].items()}
+        assert p["best_k"] == max(es, key=lambda k: (es[k], -k))
+    best = {p["batch"]: p["best_k"] for p in load["predicted"]}
+    crossover = load["crossover_predicted"]
+    assert crossover == next((b for b in sorted(best) if best[b] == 0), None)
+    schedule = KSchedule.parse(load["schedule"]["num_speculative_tokens_per_batch_size"])
+    assert [schedule.k_for(b) for b in best] == list(best.values())
+    assert KSchedule.parse(json.loads(load["schedule"]["serve_k_schedule"])) == schedule
+    config = load["schedule"]["speculative_config"]
+    assert config["num_speculative_tokens_per_batch_size"] == schedule.to_json()
+    assert json.loads((out / "load-legal.json").read_text())["summary"] == load
+    assert "where speculation stops paying" in stdout and "--k-schedule" in stdout
 
 
 def test_demo_refuses_missing_models(tmp_path: Path) -> None:

@@ -6,13 +6,22 @@ the target, benches A, B and C against the target on the held-out general and le
 k=4) through the measuring core, sweeps k for the best legal draft, prices the result with the field
 report's ROI inputs, and writes JSON, CSV, per-request logs and HTML reports to one directory; the summary
 names the winner per domain, the pairs in the danger zone, and checks the story's claims as measured.
+
+"Where speculation stops paying" (:func:`load_section`) takes the legal winner under batched decoding on a
+subset of the legal prompts: measured at B = 1, 4, 16 (``bench --batch B``: waves of B concurrent
+sequences, baseline and winner interleaved, E_meas decode-only and end-to-end with paired intervals and the
+surface's wave prediction), the predicted curve E(B, k) at B = 1, 2, 4, … 32 and k = 0 … the winner's k
+(the cost surface timed in the loop's rhythm at the acceptance the legal bench measured, analysed as ``tune
+--batch`` does), the crossover batch size (predicted, and measured at the winner's k) and the schedule it
+recommends, as vLLM's ``num_speculative_tokens_per_batch_size`` and as ``serve --k-schedule``. Its figures
+are in ``summary.json`` under ``load``, the runs in ``batch-legal-B.json``, the curve in ``load-legal.json``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specmeter.bundled.models import CANDIDATE_LETTER, DRAFTS, TARGET, bundled_model
 from specmeter.economics.roi import RoiInputs, compute_roi
@@ -21,7 +30,11 @@ from specmeter.measuring.errors import EXIT_OK, MeasureError
 from specmeter.measuring.progress import Reporter, Silent
 from specmeter.report.files import write_json_atomic
 
-__all__ = ["SEED_ROI", "DemoOutcome", "run_demo", "story_checks", "summarize_demo"]
+if TYPE_CHECKING:
+    from specmeter.measuring.run import Measurement
+
+__all__ = ["LOAD", "LOAD_QUICK", "SEED_ROI", "DemoOutcome", "LoadPlan", "load_section", "run_demo",
+           "story_checks", "summarize_demo"]  # fmt: skip
 
 # The field report's economics: 2.5x on an instance 1.75x the price gives -30% monthly cost. The volume,
 # throughput and prices are illustrative inputs with that ratio; only ratios matter for the savings share.
@@ -33,6 +46,25 @@ SEED_ROI = {
     "engineering_cost": 40000.0,
     "seed_speedup": 2.5,
 }
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """The sizes of "where speculation stops paying": batch sizes measured and predicted, prompts, tokens."""
+
+    measured: tuple[int, ...]
+    predicted: tuple[int, ...]
+    prompts: int
+    max_tokens: int
+    cost_repeats: int
+
+
+# About 1.5 minutes on 2 cores (B = 1 costs most: 24 requests one after another per run; the surface a
+# third). The curve goes one level beyond the largest batch measured, so a crossover just past it shows.
+LOAD = LoadPlan(
+    measured=(1, 4, 16), predicted=(1, 2, 4, 8, 16, 32), prompts=24, max_tokens=48, cost_repeats=9
+)
+LOAD_QUICK = LoadPlan(measured=(1, 4), predicted=(1, 2, 4), prompts=8, max_tokens=16, cost_repeats=3)
 
 
 @dataclass(frozen=True)
@@ -56,7 +88,9 @@ def _compat(target: Path, drafts: list[Path]) -> list[dict[str, Any]]:
         raise MeasureError(str(e)) from None
 
 
-def _bench(cfg: MeasureConfig, out: Path, name: str, reporter: Reporter) -> tuple[dict[str, Any], Any, int]:
+def _bench(
+    cfg: MeasureConfig, out: Path, name: str, reporter: Reporter
+) -> tuple[dict[str, Any], Any, int, Measurement]:
     from specmeter.measuring.run import close, run_candidates
     from specmeter.report.html import render_report, write_report
 
@@ -68,7 +102,7 @@ def _bench(cfg: MeasureConfig, out: Path, name: str, reporter: Reporter) -> tupl
         c.draft.info.name: [sum(bool(r.matches_baseline) for r in recs), len(recs)]
         for c, recs in ((c, m.state.per_candidate.get(i, [])) for i, c in enumerate(m.state.candidates))
     }
-    return outcome.result, matched, outcome.exit_code
+    return outcome.result, matched, outcome.exit_code, m
 
 
 def _rows(domain: str, result: dict[str, Any], matched: dict[str, list[int]]) -> list[dict[str, Any]]:
@@ -152,6 +186,7 @@ def run_demo(
 
     results: dict[str, dict[str, Any]] = {}
     matches: dict[str, dict[str, list[int]]] = {}
+    measured: dict[str, Measurement] = {}
     for domain in ("general", "legal"):
         reporter.note(f"\nbench {domain} golden set: baseline, A, B, C (greedy, k=4)")
         cfg = MeasureConfig(
@@ -161,7 +196,7 @@ def run_demo(
             cost_repeats=3 if quick else 9, kind="demo", store=store, threads=threads,
             extra={"domain": domain},
         )  # fmt: skip
-        results[domain], matches[domain], code = _bench(cfg, out, domain, reporter)
+        results[domain], matches[domain], code, measured[domain] = _bench(cfg, out, domain, reporter)
         if code != EXIT_OK:
             return DemoOutcome(None, code, results)
 
@@ -185,14 +220,118 @@ def run_demo(
         if tuned.exit_code != EXIT_OK:
             return DemoOutcome(None, tuned.exit_code, results)
         tune_result = tuned.result
+    load: dict[str, Any] | None = None
+    batch_runs: dict[str, dict[str, Any]] = {}
+    if best_legal is not None:
+        plan = LOAD_QUICK if quick else LOAD
+        reporter.note(
+            f"\nwhere speculation stops paying: {best_legal['draft']} at k={best_legal['k']} on legal text, "
+            f"batch sizes {', '.join(map(str, plan.measured))} (bench --batch)"
+        )
+        load, batch_runs, code = load_section(
+            out, measured["legal"], best_legal, plan, reporter,
+            target=target, draft=bundled_model(best_legal["draft"], models), store=store, threads=threads,
+        )  # fmt: skip
+        if code != EXIT_OK:
+            return DemoOutcome(None, code, {**results, **batch_runs})
     roi = _roi(best_legal["speedup_measured"] if best_legal else None)
     write_json_atomic(out / "roi.json", roi)
-    summary = summarize_demo(rows, results, tune_result, roi, quick=quick)
-    runs = {**results, **({"tune-legal": tune_result} if tune_result else {})}
+    summary = summarize_demo(rows, results, tune_result, roi, quick=quick, load=load)
+    runs = {**results, **({"tune-legal": tune_result} if tune_result else {}), **batch_runs}
     # How quiet the machine was during each run (the hygiene section of its result).
     summary["machine"] = {name: (r.get("hygiene") or {}).get("verdict") for name, r in runs.items()}
     write_json_atomic(out / "summary.json", summary)
     return DemoOutcome(summary, EXIT_OK, runs)
+
+
+def load_section(
+    out: Path,
+    legal: Measurement,
+    winner: dict[str, Any],
+    plan: LoadPlan,
+    reporter: Reporter,
+    *,
+    target: Path,
+    draft: Path,
+    store: Path | None,
+    threads: int | None,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], int]:
+    """Where speculation stops paying, for the legal ``winner`` (a row of the legal bench, whose run
+    ``legal`` holds): the runs at ``plan.measured``, the curve at ``plan.predicted``, the crossover and the
+    schedule. Returns the summary's ``load`` entry, each run's result by name, and the exit code."""
+    from specmeter.measuring.batch_curve import (
+        bench_at_batches,
+        best_k_by_batch,
+        crossover,
+        predict_curve,
+        predicted_speedups,
+    )
+    from specmeter.workloads import bundled_prompts
+
+    k = int(winner["k"])
+    cfg = MeasureConfig(
+        target=target, drafts=[draft], prompts=bundled_prompts("legal"), k=[k], max_tokens=plan.max_tokens,
+        limit=plan.prompts, cost_repeats=plan.cost_repeats, kind="demo", store=store, threads=threads,
+        extra={"domain": "legal", "section": "load"},
+    )  # fmt: skip
+    batch_runs = bench_at_batches(cfg, plan.measured, reporter, out=out, stem="batch-legal")
+    results = {f"batch-legal-{r.batch}": r.result for r in batch_runs}
+    interrupted = next((r.exit_code for r in batch_runs if r.exit_code != EXIT_OK), None)
+    if interrupted is not None:
+        return {}, results, interrupted
+
+    slot = next(
+        i for i, c in enumerate(legal.state.candidates) if c.draft.info.name == winner["draft"] and c.k == k
+    )
+    candidate = legal.state.candidates[slot]
+    curve = predict_curve(
+        legal.state.target, candidate.draft, legal.state.candidate_run(slot),
+        [p.ids for p in legal.prompts[: plan.prompts]], batches=plan.predicted, k_max=k,
+        max_tokens=plan.max_tokens, repeats=plan.cost_repeats, reporter=reporter,
+    )  # fmt: skip
+    predicted = predicted_speedups(curve)
+    rows = []
+    for run in batch_runs:
+        row = next((r for r in run.rows if r["draft"] == winner["draft"] and r["k"] == k), None)
+        if row is not None:
+            rows.append({**row, "speedup_predicted_curve": predicted.get(run.batch, {}).get(k)})
+    measured_best = best_k_by_batch({r["batch"]: {k: r["speedup_measured_decode"]} for r in rows})
+    section = {
+        "domain": "legal",
+        "draft": winner["draft"],
+        "candidate": winner["candidate"],
+        "k": k,
+        "prompts": min(plan.prompts, len(legal.prompts)),
+        "max_tokens": plan.max_tokens,
+        "batches_measured": list(plan.measured),
+        "batches_predicted": list(plan.predicted),
+        "measured": rows,
+        "predicted": [
+            {
+                "batch": row["batch"],
+                "by_k": {str(c["k"]): c["speedup_predicted"] for c in row["by_k"]},
+                "best_k": row["best_k"],
+                "best_speedup": row["best_speedup"],
+            }
+            for row in curve["table"]
+        ],
+        "crossover_predicted": curve["crossover_batch"],
+        "crossover_predicted_at_k": crossover(best_k_by_batch({b: {k: e[k]} for b, e in predicted.items()})),
+        "crossover_measured": crossover(measured_best),
+        "schedule": {
+            "num_speculative_tokens_per_batch_size": curve["num_speculative_tokens_per_batch_size"],
+            "serve_k_schedule": curve["serve_k_schedule"],
+            "speculative_config": curve["speculative_config"],
+            "description": curve["schedule_description"],
+        },
+        "noisy_points": curve["surface"]["noisy"],
+        "assumes": curve["assumes"],
+    }
+    write_json_atomic(
+        out / "load-legal.json",
+        {"schema_version": 1, "kind": "demo-load", "summary": section, "predicted": curve},
+    )
+    return section, results, EXIT_OK
 
 
 def _row(rows: list[dict[str, Any]], domain: str, draft: str) -> dict[str, Any] | None:
@@ -235,6 +374,7 @@ def summarize_demo(
     roi: dict[str, Any],
     *,
     quick: bool,
+    load: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     winners = {}
     for domain in results:
@@ -270,6 +410,7 @@ def summarize_demo(
             "best_k": section.get("best_k"),
             "by_k": section.get("by_k"),
         },
+        "load": load,
         "roi": roi,
         "checks": story_checks(rows),
     }

@@ -6,6 +6,7 @@ renders the closing summary.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from specmeter.cli.common import (
     measure_errors,
     resolve_store,
 )
-from specmeter.report.fmt import fmt_ci, fmt_num, fmt_pct
+from specmeter.report.fmt import fmt_ci, fmt_num, fmt_pct, fmt_speedup
 
 
 def demo(
@@ -40,7 +41,8 @@ def demo(
         help="Directory with target/ draft-general/ draft-tiny/ draft-legal/ (default: bundled).",
     ),
 ) -> None:
-    """The field report on bundled models: compat, bench of A/B/C on general and legal, k sweep, ROI."""
+    """The field report on bundled models: compat, bench of A/B/C on general and legal, k sweep, where
+    speculation stops paying under batching (B = 1, 4, 16 measured, the predicted curve, a schedule), ROI."""
     from specmeter.bundled.demo import run_demo
     from specmeter.bundled.models import missing_models
 
@@ -65,7 +67,8 @@ def demo(
             console.print(f"[bold yellow]⚠ {escape(name)}: {escape(message)}[/]", soft_wrap=True)
     console.print(
         f"\nEverything is in [bold]{out}/[/]: summary.json, compat.json, general/legal .json .csv .jsonl, "
-        "report-general.html, report-legal.html, tune-legal.json, roi.json.",
+        "report-general.html, report-legal.html, tune-legal.json, batch-legal-B.json (one per batch size), "
+        "load-legal.json, roi.json.",
         soft_wrap=True,
     )
 
@@ -104,6 +107,8 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
                 f"k sweep for {t['draft']} on legal: best measured k = {best['k']} "
                 f"(E_meas {fmt_num(best.get('speedup_measured'))}×)"
             )
+    if summary.get("load"):
+        render_load(summary["load"], console)
     seed, measured = summary["roi"].get("seed"), summary["roi"].get("measured")
     for label, r in (("field report's 2.5×", seed), ("measured legal winner", measured)):
         if r:
@@ -116,3 +121,74 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
         mark = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[yellow]n/a[/]"}[c["passed"]]
         value = "" if c["measured"] is None else f" (measured {fmt_num(c['measured'], 3)})"
         console.print(f"  {mark}  {c['check']}{value}")
+
+
+def _matched(row: dict[str, Any]) -> str:
+    m = row.get("outputs_matched")
+    return "—" if not m else f"{m[0]}/{m[1]}"
+
+
+def _with_ci(value: Any, ci: Any, colour: bool = False) -> str:
+    text = f"{fmt_speedup(value)} {fmt_ci(ci)}"
+    if not colour or value is None:
+        return text
+    return f"[{'green' if value >= 1.0 else 'red'}]{text}[/]"
+
+
+def render_load(load: dict[str, Any], console: Console) -> None:
+    """Where speculation stops paying: each measured B beside its predictions, the curve, the schedule."""
+    k = load["k"]
+    title = (
+        f"where speculation stops paying — {load['candidate']} {load['draft']} at k={k} on {load['domain']} "
+        f"({load['prompts']} prompts × {load['max_tokens']} tokens, greedy, waves of B sequences)"
+    )
+    table = Table(title=title)
+    for col in ("B", "E_meas decode [95% CI]", "E_pred (waves)", "error", f"E(B,{k}) curve",
+                "E_meas e2e [95% CI]", "same output", "machine"):  # fmt: skip
+        table.add_column(col)
+    for r in load["measured"]:
+        decode = _with_ci(r.get("speedup_measured_decode"), r.get("speedup_measured_decode_ci"), True)
+        table.add_row(
+            str(r["batch"]), decode,
+            fmt_speedup(r.get("speedup_predicted_waves")), fmt_pct(r.get("error")),
+            fmt_speedup(r.get("speedup_predicted_curve")),
+            _with_ci(r.get("speedup_measured"), r.get("speedup_measured_ci")),
+            _matched(r), escape(str(r.get("machine") or "—")),
+        )  # fmt: skip
+    table.caption = (
+        "decode-only E_meas is the figure to compare (a wave's prefill is shared); E_pred (waves) replays "
+        "the recorded steps at the cost surface timed between the waves; E(B,k) curve: the steady state below"
+    )
+    console.print()
+    console.print(table)
+    curve = "  ".join(
+        f"B={p['batch']} {fmt_speedup(p['by_k'].get(str(k)))} (best k {p['best_k']})"
+        for p in load["predicted"]
+    )
+    console.print(f"predicted E(B, k={k}): {curve}", soft_wrap=True)
+    top = max(load["batches_predicted"])
+    predicted = load.get("crossover_predicted")
+    if predicted is None:
+        console.print(f"speculation pays at every batch size up to {top} (predicted: best k > 0 throughout)")
+    else:
+        console.print(
+            f"[bold]speculation stops paying at batch size {predicted}[/] (predicted: best k = 0 from there)"
+        )
+    at_k, measured = load.get("crossover_predicted_at_k"), load.get("crossover_measured")
+    console.print(
+        f"  first batch size below 1.0× at k={k}: predicted "
+        f"{f'B={at_k}' if at_k is not None else f'none up to {top}'}; measured "
+        f"{f'B={measured}' if measured is not None else 'none'} "
+        f"(of B = {', '.join(map(str, load['batches_measured']))})"
+    )
+    schedule = load["schedule"]
+    console.print(f"recommended schedule: {escape(schedule['description'])}", soft_wrap=True)
+    console.print(f"  serve:  --k-schedule '{schedule['serve_k_schedule']}'", soft_wrap=True, markup=False)
+    console.print(
+        f"  vLLM:   --speculative-config '{json.dumps(schedule['speculative_config'])}'",
+        soft_wrap=True, markup=False,
+    )  # fmt: skip
+    if load.get("noisy_points"):
+        console.print(
+            f"[yellow]noisy surface points (B, k): {load['noisy_points']}; rerun on a quiet machine[/]"
+        )

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from specmeter.metrics.batching import CostSurface
     from specmeter.metrics.records import RequestRecord, RunRecord
 
-__all__ = ["run_bench_batched", "surface_batches", "tune_batch_section"]
+__all__ = ["measured_rates", "run_bench_batched", "surface_batches", "tune_batch_section"]
 
 
 def surface_batches(batch: int) -> list[int]:
@@ -40,8 +40,9 @@ def surface_batches(batch: int) -> list[int]:
     return [*out, batch]
 
 
-def _rates(records: Sequence[RequestRecord], k: int) -> list[float]:
-    """Cumulative per-position acceptance of the records so far (0.8^i before there are any)."""
+def measured_rates(records: Sequence[RequestRecord], k: int) -> list[float]:
+    """Cumulative per-position acceptance of the records so far (0.8^i before there are any), made
+    non-increasing: the unconditional rates synthetic verification takes (``metrics.synthetic``)."""
     from specmeter.metrics.acceptance import per_position_acceptance
 
     measured = [p.cumulative for p in per_position_acceptance(records, positions=k)] if records else []
@@ -79,7 +80,7 @@ def run_bench_batched(
             slots = {c.k: i for i, c in enumerate(state.candidates) if c.draft is draft}
 
             def rates(k: int, slots: dict[int, int] = slots) -> list[float]:
-                return _rates(state.per_candidate.get(slots[k], []), k)
+                return measured_rates(state.per_candidate.get(slots[k], []), k)
 
             samplers[draft.info.name] = SurfaceSampler(
                 state.target.model, draft.model, contexts, batches=surface_batches(batch), ks=[0, *ks],
@@ -144,7 +145,7 @@ def tune_batch_section(
     if not m.cfg.batch or not source.requests or m.interrupted:
         return None
     draft = m.drafts[0]
-    rates = _rates(source.requests, source.k)
+    rates = measured_rates(source.requests, source.k)
     rates += [rates[-1] * 0.9 ** (i + 1) for i in range(k_max - len(rates))]  # beyond the source k
     surface: CostSurface
     with reporter.status("timing the cost surface t_step(B, k) in the loop's rhythm…"):
