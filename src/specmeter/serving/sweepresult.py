@@ -36,7 +36,7 @@ from specmeter.serving.sweepcapacity import capacity_section, level_slo
 from specmeter.serving.sweepconfig import BASELINE_NAME, SweepConfig
 from specmeter.serving.sweeprun import END, ConfigRun, SweepRun
 
-__all__ = ["SweepView", "build_view", "combine_drift", "schedule_from_section"]
+__all__ = ["SweepView", "below_best_static", "build_view", "combine_drift", "schedule_from_section"]
 
 
 @dataclass
@@ -277,6 +277,16 @@ def build_view(cfg: SweepConfig, state: SweepRun) -> SweepView:
     return SweepView(section, entries)
 
 
+def below_best_static(ci: Sequence[float] | None, static: Mapping[str, Any] | None) -> bool | None:
+    """The schedule collapsed at a level (vLLM #49548): its whole E interval lies below the best static k's
+    — below that k's interval's lower end, or its E when it has no interval. None without a best static k;
+    False without an interval of its own (too few requests to say)."""
+    if static is None or static.get("e") is None:
+        return None
+    floor = static["e_ci"][0] if static.get("e_ci") else static["e"]
+    return bool(ci is not None and ci[1] < floor)
+
+
 def _validate(
     cfg: SweepConfig,
     state: SweepRun,
@@ -302,10 +312,7 @@ def _validate(
         static = next((b for b in best if b["level"] == label), None)
         phase = next(p for p in run.phases if p.label == label)
         k_here = run.config.schedule.k_for(phase.concurrency or 1)
-        collapse = None
-        if static is not None and e is not None:
-            floor = static["e_ci"][0] if static.get("e_ci") else static["e"]
-            collapse = bool(ci is not None and ci[1] < floor)
+        collapse = None if e is None else below_best_static(ci, static)
         rows.append({
             "level": label,
             "k_scheduled": k_here,
