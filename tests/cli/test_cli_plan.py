@@ -57,7 +57,7 @@ def test_plan_errors_are_one_line(tmp_path: Path) -> None:
         (["--context", "0"], "--context must be >= 1"),
         (["--utilization", "1.5"], "--utilization"),
         (["--draft", str(broken)], "missing field 'num_hidden_layers'"),
-        (["--draft", str(tmp_path / "nowhere")], "no config.json"),
+        (["--draft", str(tmp_path / "nowhere")], "nowhere: no such directory"),
     ]:
         res = runner.invoke(app, ["plan", "--target", str(target), *args])
         assert res.exit_code == 2, (args, res.output)

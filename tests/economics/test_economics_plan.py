@@ -12,7 +12,6 @@ import pytest
 
 from specmeter.economics import (
     WEIGHT_FORMATS,
-    ConfigError,
     Gpu,
     arch_from_config,
     arch_from_dict,
@@ -21,6 +20,7 @@ from specmeter.economics import (
     plan,
     weight_bytes,
 )
+from specmeter.modeldir import ModelDirError
 
 GIB = 2**30
 
@@ -130,15 +130,29 @@ def test_kv_format_follows_the_weights_unless_given() -> None:
 def test_config_problems_name_the_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
-    with pytest.raises(ConfigError, match=r"m/config\.json: missing field 'num_hidden_layers'"):
+    with pytest.raises(ModelDirError, match=r"m/config\.json: missing field 'num_hidden_layers'"):
         arch_from_config(tmp_path / "m")
     (tmp_path / "m" / "config.json").write_text("{\n oops")
-    with pytest.raises(ConfigError, match=r"config\.json:2: invalid JSON"):
+    with pytest.raises(ModelDirError, match=r"m/config\.json: unreadable config \(.* at line 2 column"):
         arch_from_config(tmp_path / "m")
-    with pytest.raises(ConfigError, match=r"no config\.json"):
+    with pytest.raises(ModelDirError, match=r"m/config\.json: unreadable config"):
+        arch_from_config(tmp_path / "m" / "config.json")
+    with pytest.raises(ModelDirError, match=r"nowhere: no such directory"):
         arch_from_config(tmp_path / "nowhere")
-    with pytest.raises(ConfigError, match="must be a non-negative integer"):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelDirError, match=r"empty/config\.json: missing"):
+        arch_from_config(tmp_path / "empty")
+    with pytest.raises(ModelDirError, match="must be a non-negative integer"):
         arch_from_dict(dict(LLAMA_31_8B, vocab_size="many"))
+
+
+def test_a_bare_config_json_is_sized_under_its_directory_name(tmp_path: Path) -> None:
+    (tmp_path / "llama-8b").mkdir()
+    (tmp_path / "llama-8b" / "config.json").write_text(json.dumps(LLAMA_31_8B))
+    (tmp_path / "other.json").write_text(json.dumps(LLAMA_31_8B))
+    facts = arch_from_config(tmp_path / "llama-8b" / "config.json")
+    assert facts.name == "llama-8b" and facts == arch_from_config(tmp_path / "llama-8b")
+    assert arch_from_config(tmp_path / "other.json").name == "other"
 
 
 def test_multimodal_configs_are_sized_by_their_text_config() -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "parse_float_list",
     "parse_int_list",
     "parse_option",
+    "read_json_option",
     "resolve_store",
     "stdout_is_terminal",
 ]
@@ -175,6 +176,19 @@ def parse_float_list(
         check_range(option, number, low=low, high=high, low_open=low_open)
         out.append(number)
     return list(dict.fromkeys(out))
+
+
+def read_json_option(path: Path, option: str) -> object:
+    """The parsed JSON of the file an option names (``--from-sweep``, ``--from-whatif``); a file that cannot
+    be read or parsed fails with one line naming the option and the path. The caller checks what it holds."""
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"{option}: {path}: unreadable ({e})")
+    except json.JSONDecodeError as e:
+        fail(f"{option}: {path}: not JSON ({e.msg} at line {e.lineno})")
 
 
 def stdout_is_terminal() -> bool:

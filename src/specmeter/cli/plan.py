@@ -61,12 +61,12 @@ def plan(
     from specmeter.economics import (
         KV_FORMATS,
         WEIGHT_FORMATS,
-        ConfigError,
         arch_from_config,
         load_catalogue,
         traffic,
     )
     from specmeter.economics import plan as make_plan
+    from specmeter.modeldir import ModelDirError
     from specmeter.report.files import write_json_atomic
     from specmeter.report.fmt import fmt_bytes
 
@@ -75,7 +75,7 @@ def plan(
         t = arch_from_config(target)
         d = arch_from_config(draft) if draft is not None else None
         catalogue = load_catalogue(gpus)
-    except (ConfigError, ValueError) as e:
+    except (ModelDirError, ValueError) as e:
         fail(str(e))
     names = [f.strip() for f in formats.split(",") if f.strip()]
     for name in names or [formats]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, check_range, console, fail
+from specmeter.cli.common import check_outputs, check_range, fail
 from specmeter.cli.runs import run_inputs, store_option, store_path
 
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -131,8 +131,7 @@ def roi(
     """ROI = (GPU-time cost saved − extra memory cost) / engineering cost, with monthly cost and payback."""
     import dataclasses
 
-    from rich.table import Table
-
+    from specmeter.cli.roi_table import money, outcome_rows, print_roi_table
     from specmeter.economics import compute_roi
     from specmeter.report.files import write_json_atomic
     from specmeter.store import StoreError, load_source
@@ -198,12 +197,6 @@ def roi(
                         horizon_months, speedup)  # fmt: skip
     r = compute_roi(inputs)
 
-    def money(x: float) -> str:
-        return f"{x:,.2f}"
-
-    table = Table(title=f"ROI at {speedup:.2f}× ({source_text})", title_justify="left", show_header=False)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
     rows = [
         ("instance-hours / month before → after", f"{r.hours_before:,.1f} → {r.hours_after:,.1f}"),
         ("average instances before → after", f"{r.instances_before:,.2f} → {r.instances_after:,.2f}"),
@@ -211,16 +204,10 @@ def roi(
         ("monthly cost after", money(r.cost_after)),
         ("GPU-time cost saved / month", money(r.gpu_time_saved)),
         ("extra memory cost / month (price delta)", money(r.extra_memory_cost)),
-        ("monthly savings", money(r.monthly_savings)),
-        ("change in monthly cost", "—" if r.savings_fraction is None else f"{-r.savings_fraction:+.1%}"),
-        (f"ROI over {horizon_months:g} months", "—" if r.roi is None else f"{r.roi:.2f}"),
-        ("payback", "never" if r.payback_months is None else f"{r.payback_months:.1f} months"),
+        *outcome_rows(r, horizon_months),
     ]
-    for key, value in rows:
-        table.add_row(key, value)
-    console.print(table)
-    if r.monthly_savings <= 0:
-        console.print("[bold red]Speculation costs more than it saves at these prices.[/]")
+    loss = "Speculation costs more than it saves at these prices."
+    print_roi_table(f"ROI at {speedup:.2f}× ({source_text})", rows, r, loss)
     if json_out is not None:
         data = {**dataclasses.asdict(r), "instances_before": r.instances_before}
         data["instances_after"] = r.instances_after

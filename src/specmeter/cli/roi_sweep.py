@@ -3,13 +3,13 @@ today's batch-1 figure (``economics.capacityroi``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table
 
-from specmeter.cli.common import check_range, console, fail
+from specmeter.cli.common import check_range, console, fail, read_json_option
+from specmeter.cli.roi_table import DASH, money, payback_cell, roi_cell
 
 __all__ = ["roi_from_sweep"]
 
@@ -35,12 +35,7 @@ def roi_from_sweep(
     from specmeter.report.files import write_json_atomic
 
     check_range("--traffic", traffic, low=0, low_open=True)
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"--from-sweep: {path}: unreadable ({e})")
-    except json.JSONDecodeError as e:
-        fail(f"--from-sweep: {path}: not JSON ({e.msg} at line {e.lineno})")
+    result = read_json_option(path, "--from-sweep")
     if not isinstance(result, dict):
         fail(f"--from-sweep: {path}: not a result object")
     try:
@@ -54,9 +49,6 @@ def roi_from_sweep(
         field = message.split(" ")[0]
         fail(f"{OPTIONS[field]} {message.removeprefix(field).strip()}" if field in OPTIONS else message)
 
-    def money(x: float) -> str:
-        return f"{x:,.2f}"
-
     m, b = r.money, r.batch1_money
     cap = capacity
     measured = f"measured capacity ({cap.spec_run})"
@@ -65,24 +57,21 @@ def roi_from_sweep(
     table.add_column("", style="bold")
     table.add_column(measured, justify="right")
     table.add_column(batch1, justify="right")
-    dash = "—"
     rows = [
         ("requests/s per instance: baseline → speculative",
          f"{cap.baseline_rps:.2f} → {cap.spec_rps:.2f}",
-         dash if cap.batch1_e is None else f"{cap.baseline_rps:.2f} → {cap.baseline_rps * cap.batch1_e:.2f}"),
+         DASH if cap.batch1_e is None else f"{cap.baseline_rps:.2f} → {cap.baseline_rps * cap.batch1_e:.2f}"),
         ("instances before → after", f"{r.instances_before} → {r.instances_after}",
-         dash if r.batch1_instances_after is None else f"{r.instances_before} → {r.batch1_instances_after}"),
-        ("monthly cost before", money(m.cost_before), dash if b is None else money(b.cost_before)),
-        ("monthly cost after", money(m.cost_after), dash if b is None else money(b.cost_after)),
+         DASH if r.batch1_instances_after is None else f"{r.instances_before} → {r.batch1_instances_after}"),
+        ("monthly cost before", money(m.cost_before), DASH if b is None else money(b.cost_before)),
+        ("monthly cost after", money(m.cost_after), DASH if b is None else money(b.cost_after)),
         ("GPU-time cost saved / month", money(m.gpu_time_saved),
-         dash if b is None else money(b.gpu_time_saved)),
+         DASH if b is None else money(b.gpu_time_saved)),
         ("extra memory cost / month (price delta)", money(m.extra_memory_cost),
-         dash if b is None else money(b.extra_memory_cost)),
-        ("monthly savings", money(m.monthly_savings), dash if b is None else money(b.monthly_savings)),
-        (f"ROI over {horizon_months:g} months", dash if m.roi is None else f"{m.roi:.2f}",
-         dash if b is None or b.roi is None else f"{b.roi:.2f}"),
-        ("payback", "never" if m.payback_months is None else f"{m.payback_months:.1f} months",
-         dash if b is None else "never" if b.payback_months is None else f"{b.payback_months:.1f} months"),
+         DASH if b is None else money(b.extra_memory_cost)),
+        ("monthly savings", money(m.monthly_savings), DASH if b is None else money(b.monthly_savings)),
+        (f"ROI over {horizon_months:g} months", roi_cell(m.roi), DASH if b is None else roi_cell(b.roi)),
+        ("payback", payback_cell(m.payback_months), DASH if b is None else payback_cell(b.payback_months)),
     ]  # fmt: skip
     for row in rows:
         table.add_row(*row)

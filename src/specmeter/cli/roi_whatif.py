@@ -5,24 +5,17 @@ the α a draft must reach to pay back within N months (``economics.roi.speedup_f
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
-from specmeter.cli.common import console, fail
+from specmeter.cli.common import console, fail, read_json_option
+from specmeter.cli.roi_table import money, outcome_rows, print_roi_table
 
 __all__ = ["roi_from_whatif"]
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"--from-whatif: {path}: unreadable ({e})")
-    except json.JSONDecodeError as e:
-        fail(f"--from-whatif: {path}: not JSON ({e.msg} at line {e.lineno})")
+    result = read_json_option(path, "--from-whatif")
     if (
         not isinstance(result, dict)
         or result.get("kind") != "whatif"
@@ -109,23 +102,10 @@ def roi_from_whatif(
 
 
 def _table(r: Any, title: str) -> None:
-    def money(x: float) -> str:
-        return f"{x:,.2f}"
-
-    table = Table(title=title, title_justify="left", show_header=False)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
     rows = [
         ("instance-hours / month without → with", f"{r.hours_before:,.1f} → {r.hours_after:,.1f}"),
         ("monthly cost without speculation", money(r.cost_before)),
         ("monthly cost with it", money(r.cost_after)),
-        ("monthly savings", money(r.monthly_savings)),
-        ("change in monthly cost", "—" if r.savings_fraction is None else f"{-r.savings_fraction:+.1%}"),
-        (f"ROI over {r.inputs.horizon_months:g} months", "—" if r.roi is None else f"{r.roi:.2f}"),
-        ("payback", "never" if r.payback_months is None else f"{r.payback_months:.1f} months"),
+        *outcome_rows(r, r.inputs.horizon_months),
     ]
-    for key, value in rows:
-        table.add_row(key, value)
-    console.print(table)
-    if r.monthly_savings <= 0:
-        console.print("[bold red]At this α speculation costs more than it saves at these prices.[/]")
+    print_roi_table(title, rows, r, "At this α speculation costs more than it saves at these prices.")

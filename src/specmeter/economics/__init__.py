@@ -5,7 +5,7 @@ given numbers.
 """
 
 from specmeter.economics.gpus import Catalogue, Gpu, load_catalogue
-from specmeter.economics.modelcfg import ArchFacts, ConfigError, arch_from_config, arch_from_dict
+from specmeter.economics.modelcfg import ArchFacts, arch_from_config, arch_from_dict
 from specmeter.economics.plan import (
     DEFAULT_UTILIZATION,
     KV_FORMATS,
@@ -28,7 +28,6 @@ __all__ = [
     "WEIGHT_FORMATS",
     "ArchFacts",
     "Catalogue",
-    "ConfigError",
     "Fit",
     "Footprint",
     "Gpu",

@@ -1,7 +1,8 @@
 """Architecture facts of a model from its config.json alone: parameters (total and active) and KV-cache shape.
 
 ``plan`` must size a 671B target on a laptop, so nothing is loaded and transformers is not imported: the
-JSON is read directly (fast, and it works for architectures the installed transformers does not know).
+JSON is read by ``specmeter.modeldir`` (fast, and it works for architectures the installed transformers does
+not know), and every problem is its one-line ``ModelDirError``.
 Counts follow the decoder the supported families share — Llama, Mistral, Qwen2/3, Gemma, Phi-3, Granite,
 OLMo: attention q/k/v/o, a gated MLP (gate, up, down), RMS norms, token embeddings and an LM head unless
 it is tied — with the per-family layers of ``economics.families``: DeepSeek V2/V3's multi-head latent
@@ -23,7 +24,6 @@ counted and ``notes`` says so.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,15 +38,12 @@ from specmeter.economics.families import (
     moe_shape,
 )
 from specmeter.metrics.memory import kv_bytes_for_context
+from specmeter.modeldir import ModelDirError, read_json, read_model_config
 
-__all__ = ["ArchFacts", "ConfigError", "arch_from_config", "arch_from_dict"]
+__all__ = ["ArchFacts", "arch_from_config", "arch_from_dict"]
 
 _PLAIN_MLP = {"gpt_neox", "gpt_bigcode", "starcoder2", "phi", "falcon", "opt", "gpt2"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}  # pre and post norms around attention and MLP
-
-
-class ConfigError(ValueError):
-    """A config.json that cannot be sized; the message names the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -120,13 +117,13 @@ def _field(cfg: dict[str, Any], where: str, *names: str, default: Any = None) ->
             return value
     if default is not None:
         return default
-    raise ConfigError(f"{where}: missing field {names[0]!r} (needed to size the model)")
+    raise ModelDirError(f"{where}: missing field {names[0]!r} (needed to size the model)")
 
 
 def _int(cfg: dict[str, Any], where: str, *names: str, default: int | None = None) -> int:
     value = _field(cfg, where, *names, default=default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{where}: field {names[0]!r} must be a non-negative integer (got {value!r})")
+        raise ModelDirError(f"{where}: field {names[0]!r} must be a non-negative integer (got {value!r})")
     return value
 
 
@@ -170,7 +167,7 @@ def arch_from_dict(cfg: dict[str, Any], *, name: str = "model", where: str = "co
     layers = _int(cfg, where, "num_hidden_layers", "n_layer", "num_layers")
     heads = _int(cfg, where, "num_attention_heads", "n_head")
     if heads == 0 or layers == 0 or hidden == 0:
-        raise ConfigError(f"{where}: hidden_size, num_hidden_layers and num_attention_heads must be > 0")
+        raise ModelDirError(f"{where}: hidden_size, num_hidden_layers and num_attention_heads must be > 0")
     kv_heads = _int(cfg, where, "num_key_value_heads", default=heads)
     head_dim = _int(cfg, where, "head_dim", default=hidden // heads)
     vocab = _int(cfg, where, "vocab_size")
@@ -238,17 +235,10 @@ def arch_from_dict(cfg: dict[str, Any], *, name: str = "model", where: str = "co
 
 
 def arch_from_config(path: Path) -> ArchFacts:
-    """Facts from a model directory (or its config.json); ConfigError names the file on any problem."""
-    file = path / "config.json" if path.is_dir() else path
-    if not file.is_file():
-        raise ConfigError(f"{path}: no config.json (expected a Hugging Face model directory)")
-    try:
-        cfg = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{file}:{e.lineno}: invalid JSON ({e.msg})") from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{file}: unreadable ({e})") from e
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"{file}: expected a JSON object")
+    """Facts from a model directory (or its config.json); ModelDirError names the file on any problem."""
+    if path.is_file():
+        file, cfg = path, read_json(path, "config")
+    else:
+        file, cfg = path / "config.json", read_model_config(path)
     name = file.parent.name if file.name == "config.json" else file.stem
     return arch_from_dict(cfg, name=name, where=str(file))

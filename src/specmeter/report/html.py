@@ -55,6 +55,7 @@ from specmeter.report.html_charts import (
     traffic_chart,
 )
 from specmeter.report.html_machine import machine_section
+from specmeter.report.html_parts import table
 from specmeter.report.html_svg import esc
 from specmeter.report.html_sweep import sweep_section
 from specmeter.report.html_whatif import whatif_section
@@ -78,18 +79,6 @@ svg .axis{stroke:#6b7280}svg .tick{stroke:#6b7280}svg .grid{stroke:#eef0f3}
 svg .ref{stroke:#dc2626;stroke-dasharray:4 3}svg .reflabel{font-size:10px;fill:#dc2626}
 svg .whisker{stroke:#111827;stroke-width:2}
 """
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], danger_col: int | None = None) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = []
-        for i, cell in enumerate(row):
-            cls = ' class="danger"' if i == danger_col and cell.startswith("DANGER") else ""
-            cells.append(f"<td{cls}>{esc(cell)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _danger(s: Any) -> str:
@@ -168,7 +157,7 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
                 _candidate_danger(c),
             ]
         )
-    return _table(_CANDIDATE_HEADERS, rows, danger_col=12)
+    return table(_CANDIDATE_HEADERS, rows, danger_col=12)
 
 
 _LOAD_HEADERS = (
@@ -211,7 +200,7 @@ def _load_table(result: Mapping[str, Any]) -> str | None:
         "time); a closed loop holds less than its nominal concurrency by the turnaround between requests "
         "and each block's ramp-down.</p>"
     )
-    return _table(_LOAD_HEADERS, rows) + note if rows else None
+    return table(_LOAD_HEADERS, rows) + note if rows else None
 
 
 def _category_table(result: Mapping[str, Any]) -> str | None:
@@ -224,7 +213,7 @@ def _category_table(result: Mapping[str, Any]) -> str | None:
             rows.append(
                 [str(category), candidate_label(c), requests, _alpha(s), tau, _e_meas(s), jitter, _danger(s)]
             )
-    return _table(_CATEGORY_HEADERS, rows, danger_col=7) if rows else None
+    return table(_CATEGORY_HEADERS, rows, danger_col=7) if rows else None
 
 
 def _bandwidth_table(result: Mapping[str, Any]) -> str | None:
@@ -249,7 +238,7 @@ def _bandwidth_table(result: Mapping[str, Any]) -> str | None:
         "Weights only (KV cache and activations not counted), single stream; the copy bandwidth is "
         "measured on the same device beside the cost curve."
     )
-    return _table(headers, rows) + f"<p class='note'>{esc(note)}</p>"
+    return table(headers, rows) + f"<p class='note'>{esc(note)}</p>"
 
 
 def _roi_section(result: Mapping[str, Any], roi: RoiInputs | None) -> str:
@@ -269,7 +258,7 @@ def _roi_section(result: Mapping[str, Any], roi: RoiInputs | None) -> str:
         return "<p class='note'>No measured speedup, so no ROI.</p>"
     if roi is None:
         return (
-            _table(["candidate", "E_meas", "GPU time per token"], rows)
+            table(["candidate", "E_meas", "GPU time per token"], rows)
             + "<p class='note'>Pass --monthly-tokens, --baseline-throughput, --baseline-price, "
             "--spec-price and --engineering-cost to turn this into money "
             "(see <code>specmeter roi</code>).</p>"
@@ -283,7 +272,7 @@ def _roi_section(result: Mapping[str, Any], roi: RoiInputs | None) -> str:
         f"engineering cost {roi.engineering_cost:,.0f}. ROI = (GPU-time cost saved − extra memory cost) × "
         "months / engineering cost."
     )
-    return _table(headers, rows) + f"<p class='note'>{esc(note)}</p>"
+    return table(headers, rows) + f"<p class='note'>{esc(note)}</p>"
 
 
 MAX_LISTED_FAILURES = 50
@@ -304,7 +293,7 @@ def _failures_section(records: Records | None) -> str:
     )
     return (
         "<h2>Failed requests</h2>"
-        + _table(["run", "request", "category", "finish", "output tokens", "error"], rows)
+        + table(["run", "request", "category", "finish", "output tokens", "error"], rows)
         + f"<p class='note'>{esc(note)}</p>"
     )
 

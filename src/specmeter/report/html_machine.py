@@ -7,20 +7,15 @@ and the thresholds (docs/metrics.md, "Measurement hygiene"). Works from the plai
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from specmeter.report.console import machine_row
 from specmeter.report.fmt import DASH, fmt_int, fmt_num, fmt_pct, fmt_speedup
+from specmeter.report.html_parts import table
 from specmeter.report.html_svg import esc
 
 __all__ = ["machine_section"]
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _gpu_text(gpu: Mapping[str, Any]) -> str:
@@ -86,7 +81,7 @@ def _stability_table(stab: Mapping[str, Any]) -> str:
     ]
     headers = ["candidate", "per-request spread ×/÷", "explained by acceptance", "E_meas 1st / 2nd half",
                "baseline drift", "drift p", "reading"]  # fmt: skip
-    return _table(headers, rows)
+    return table(headers, rows)
 
 
 def _thresholds(th: Mapping[str, Any]) -> str:
@@ -105,7 +100,7 @@ def machine_section(result: Mapping[str, Any]) -> list[str]:
     h = result.get("hygiene")
     if not isinstance(h, Mapping):
         return []
-    out = ["<h2>Machine during the run</h2>", _table(["", ""], _figure_rows(h))]
+    out = ["<h2>Machine during the run</h2>", table(["", ""], _figure_rows(h))]
     stab = h.get("stability") or {}
     if stab:
         out.append(_stability_table(stab))

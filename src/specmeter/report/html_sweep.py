@@ -5,19 +5,14 @@ shows it (``serving.sweepview``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from specmeter.report.fmt import DASH
+from specmeter.report.html_parts import estimate, table
 from specmeter.report.html_svg import esc
 
 __all__ = ["sweep_section"]
-
-
-def _e(value: Any, ci: Sequence[float] | None) -> str:
-    if not isinstance(value, int | float):
-        return DASH
-    return f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.2f}"
 
 
 def _p(block: Any) -> str:
@@ -25,12 +20,6 @@ def _p(block: Any) -> str:
         return DASH
     p99 = block.get("p99")
     return f"{block['p50']:.1f} / {p99:.1f}" if isinstance(p99, int | float) else f"{block['p50']:.1f}"
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def sweep_section(result: Mapping[str, Any]) -> list[str]:
@@ -47,13 +36,13 @@ def sweep_section(result: Mapping[str, Any]) -> list[str]:
         row = [level]
         for run in runs:
             cell = next((c for c in cells if c.get("run") == run and c.get("level") == level), None)
-            row.append(DASH if cell is None else _e(cell.get("e"), cell.get("e_ci")))
+            row.append(DASH if cell is None else estimate(cell.get("e"), cell.get("e_ci")))
         b = best.get(level)
         row.append(DASH if b is None else f"k={b.get('k')}" + ("" if b.get("sure") else " (not sure)"))
         rows.append(row)
     parts = [
         "<h2>Sweep: E_meas(k, level)</h2>",
-        _table(["level", *runs, "best k"], rows),
+        table(["level", *runs, "best k"], rows),
         "<p class='note'>Paired over the same requests; each interval is the union of the intervals against "
         "the first and the last baseline run (drift included).</p>",
     ]
@@ -64,11 +53,11 @@ def sweep_section(result: Mapping[str, Any]) -> list[str]:
          _equal((c.get("counters") or {}).get("equal"))]
         for c in cells
     ]  # fmt: skip
-    parts.append(_table(["config", "level", "α", "τ", "TTFT ms p50/p99", "TPOT", "chunk gap", "stalls",
+    parts.append(table(["config", "level", "α", "τ", "TTFT ms p50/p99", "TPOT", "chunk gap", "stalls",
                          "req/s", "counters"], figures))  # fmt: skip
     notes = [
         f"Baseline drift at {d.get('level')}: first run ÷ last run = "
-        f"{_e(d.get('first_over_end'), d.get('ci'))}"
+        f"{estimate(d.get('first_over_end'), d.get('ci'))}"
         for d in section.get("drift") or []
         if isinstance(d, Mapping)
     ]
@@ -84,15 +73,15 @@ def sweep_section(result: Mapping[str, Any]) -> list[str]:
     validate = section.get("validate")
     if isinstance(validate, Mapping):
         rows = [
-            [str(r.get("level")), str(r.get("k_scheduled")), _e(r.get("e"), r.get("e_ci")),
+            [str(r.get("level")), str(r.get("k_scheduled")), estimate(r.get("e"), r.get("e_ci")),
              DASH if r.get("best_static_k") is None else f"k={r.get('best_static_k')}",
-             _e(r.get("best_static_e"), r.get("best_static_e_ci")),
+             estimate(r.get("best_static_e"), r.get("best_static_e_ci")),
              "below" if r.get("below_best_static") else ""]
             for r in validate.get("levels") or [] if isinstance(r, Mapping)
         ]  # fmt: skip
         parts += [
             "<h3>Validation: the schedule's own server</h3>",
-            _table(["level", "k (schedule)", "E (schedule)", "best static", "E (best static)", ""], rows),
+            table(["level", "k (schedule)", "E (schedule)", "best static", "E (best static)", ""], rows),
         ]
     return parts
 

@@ -8,25 +8,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specmeter.report.fmt import DASH
+from specmeter.report.html_parts import estimate, table
 from specmeter.report.html_svg import esc
 
 __all__ = ["whatif_section"]
 
 
 def _e(value: Any, ci: Sequence[float] | None = None) -> str:
-    if not isinstance(value, int | float):
-        return DASH
-    return f"{value:.2f}× [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.2f}×"
+    return estimate(value, ci, "×")
 
 
 def _num(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if isinstance(value, int | float) else DASH
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def whatif_section(result: Mapping[str, Any]) -> list[str]:
@@ -58,7 +51,7 @@ def whatif_section(result: Mapping[str, Any]) -> list[str]:
         f"<p class='verdict warn'>{esc(s.get('note') or '')}</p>",
         f"<p class='note'>Proposals by {esc(who)}, cost ratio c = {esc(_num(s.get('cost_ratio')))}; "
         f"{esc(str(s.get('profile')))} per-position profile; every request ran to its token limit.</p>",
-        _table(["α", "k", "α drawn", "τ", *(f"B={b}" for b in batches)], rows),
+        table(["α", "k", "α drawn", "τ", *(f"B={b}" for b in batches)], rows),
     ]
     be = (s.get("break_even") or {}).get("best") or []
     if be:
@@ -67,7 +60,7 @@ def whatif_section(result: Mapping[str, Any]) -> list[str]:
              DASH if r.get("k") is None else str(r["k"]), str(r.get("where"))]
             for r in be if isinstance(r, Mapping)
         ]  # fmt: skip
-        parts += ["<h3>Break-even α (E = 1)</h3>", _table(["B", "α", "k", "where"], be_rows)]
+        parts += ["<h3>Break-even α (E = 1)</h3>", table(["B", "α", "k", "where"], be_rows)]
     overlay = [o for o in s.get("overlay") or [] if isinstance(o, Mapping)]
     if overlay:
         o_rows = []
@@ -78,5 +71,5 @@ def whatif_section(result: Mapping[str, Any]) -> list[str]:
             row += [_e(surface[b].get("e")) if b in surface else DASH for b in batches]
             o_rows.append(row)
         headers = ["domain", "draft", "α today", "E measured (B=1)", *(f"E at B={b}" for b in batches)]
-        parts += ["<h3>Measured domains on the surface</h3>", _table(headers, o_rows)]
+        parts += ["<h3>Measured domains on the surface</h3>", table(headers, o_rows)]
     return parts
