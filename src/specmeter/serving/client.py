@@ -140,6 +140,7 @@ class StreamState:
     malformed: int = 0
     content: list[str] = field(default_factory=list)
     unanswered: bool = False  # the connection closed before any response: the request was never served
+    sent: bool = False  # the request's headers went to the server (httpcore's trace says when)
 
     def handle(self, data: bytes, now: float) -> bool:
         """Process one SSE data payload; True when the stream is over."""
@@ -297,10 +298,20 @@ async def _run(
     stall_timeout: float,
 ) -> None:
     parser = SSEParser()
+
+    async def trace(event: str, info: Mapping[str, Any]) -> None:
+        # httpcore reports "http11.send_request_headers.started" (or http2's) as it writes the request on an
+        # open connection. Before that (waiting for a pooled connection, connecting) a cancelled request
+        # never reaches the server; from then on it does — the write to a local socket completes at once,
+        # and a cancel that lands while it is awaited (before ".complete") still leaves the bytes sent.
+        if event.endswith("send_request_headers.started"):
+            state.sent = True
+
     try:
         async with client.stream(
-            "POST", request.url, json=dict(request.payload), headers=headers, timeout=timeout
-        ) as response:
+            "POST", request.url, json=dict(request.payload), headers=headers, timeout=timeout,
+            extensions={"trace": trace},
+        ) as response:  # fmt: skip
             state.status = response.status_code
             if response.status_code != 200:
                 body = await response.aread()
@@ -363,9 +374,10 @@ async def stream_request(
     """Send one streaming request and measure it; never raises for server or network failures.
 
     ``state_type`` reads the stream's wire format (OpenAI's by default). Cancellation (Ctrl-C) propagates:
-    a request cut short by the user is not a measurement. The server received it all the same, so
-    ``on_cancel`` gets its outcome first (``interrupted``, with whatever had arrived), for the caller's
-    records to count every request that was sent.
+    a request cut short by the user is not a measurement. If it had reached the server (its headers were
+    written), the server received it all the same, so ``on_cancel`` gets its outcome first
+    (``interrupted``, with whatever had arrived), for the caller's records to count every request the
+    server received; one cancelled before that is not recorded.
     """
     timeout = httpx.Timeout(connect=connect_timeout, read=stall_timeout, write=connect_timeout, pool=None)
     for attempt in range(2):
@@ -379,7 +391,9 @@ async def stream_request(
         except asyncio.TimeoutError:
             state.error = f"timeout: the request took longer than {total_timeout:g}s"
         except asyncio.CancelledError:
-            if on_cancel is not None:
+            # Only a request that reached the server is one it received; one cancelled while it waited for
+            # a connection or was being written never existed for the server, and is not recorded.
+            if on_cancel is not None and state.sent:
                 state.error = "interrupted: Ctrl-C while the request was in flight"
                 on_cancel(state.outcome(request))
             raise

@@ -78,7 +78,13 @@ async def closed_loop(
     deadline: float | None = None,
     on_outcome: OnOutcome | None = None,
 ) -> None:
-    """``concurrency`` workers drain ``work``; none starts a request after ``deadline`` (perf_counter)."""
+    """``concurrency`` workers drain ``work``; none starts a request after ``deadline`` (perf_counter).
+
+    Cancellation (Ctrl-C) cancels every worker and waits for all of them to end before it propagates:
+    ``gather`` alone resumes its caller as soon as the *first* worker ends cancelled, while the others may
+    still be closing their streams and recording their interrupted requests — and the caller would then
+    summarise the level without them.
+    """
 
     async def worker(slot: int) -> None:
         for index in work:
@@ -88,7 +94,14 @@ async def closed_loop(
             if on_outcome is not None:
                 on_outcome(outcome)
 
-    await asyncio.gather(*(worker(slot) for slot in range(concurrency)))
+    tasks = [asyncio.ensure_future(worker(slot)) for slot in range(concurrency)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def open_loop(
