@@ -53,7 +53,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--batches", type=int_list, default=[1, 4, 16], help="batch sizes (default 1,4,16)")
     ap.add_argument("--limit", type=int, default=32, help="first N prompts (default 32: two waves at 16)")
     ap.add_argument("--max-tokens", type=int, default=64, help="output tokens per request (default 64)")
-    ap.add_argument("--cost-repeats", type=int, default=9, help="timed steps per surface point (default 9)")
+    ap.add_argument("--cost-repeats", type=int, default=9, help="default 9 (27 steps per point)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, see README)")
     ap.add_argument("--json", type=Path, help="also write the rows (one per B) as JSON")
     ap.add_argument("--quick", action="store_true", help="smoke run: 8 prompts, 16 tokens, 3 repeats")
@@ -159,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"target  {args.target}\ndraft   {args.draft}")
     print(
         f"prompts {args.prompts} (first {args.limit}) · k={args.k} · greedy · max {args.max_tokens} tokens · "
-        f"B = {', '.join(map(str, args.batches))} · {args.cost_repeats} steps per surface point"
+        f"B = {', '.join(map(str, args.batches))} · {3 * args.cost_repeats} steps per surface point"
     )
     print(
         f"torch {torch.__version__} · {args.threads} thread(s) · cpu · {os.cpu_count()} CPUs, "

@@ -45,7 +45,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--limit", type=int, default=32, help="prompts per bench --batch run (default 32)")
     ap.add_argument("--tune-limit", type=int, default=16, help="prompts of tune's k sweep (default 16)")
     ap.add_argument("--max-tokens", type=int, default=32, help="output tokens per request (default 32)")
-    ap.add_argument("--cost-repeats", type=int, default=9, help="timed steps per surface point (default 9)")
+    ap.add_argument("--cost-repeats", type=int, default=9, help="default 9 (27 steps per point)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, see README)")
     ap.add_argument("--json", type=Path, help="also write both sides and the verdict as JSON")
     ap.add_argument("--quick", action="store_true", help="smoke run: levels 1,2,4, 8 prompts, 16 tokens")

@@ -183,7 +183,7 @@ def predict_curve(
     (token ids, reused in turn) at the per-position acceptance of ``source`` (a run of ``draft``); positions
     beyond the source's k decay by 0.9 per position, as ``tune --batch`` extends them."""
     from specmeter.engine.surface import measure_cost_surface
-    from specmeter.measuring.batching import measured_rates
+    from specmeter.measuring.batching import measured_rates, surface_steps
     from specmeter.selection.batching import analyse_batch_tune
 
     # Native and transformers models both batch (as engine.batch_runner relies on).
@@ -195,7 +195,7 @@ def predict_curve(
         with reporter.status("timing the cost surface t_step(B, k) in the loop's rhythm…"):
             surface = measure_cost_surface(
                 target_model, draft_model, prompts, batches=batches, ks=range(k_max + 1), rates=rates,
-                max_tokens=max_tokens, repeats=repeats,
+                max_tokens=max_tokens, repeats=surface_steps(repeats),
             )  # fmt: skip
     except KeyboardInterrupt:
         raise MeasureInterrupted(

@@ -28,7 +28,27 @@ if TYPE_CHECKING:
     from specmeter.metrics.batching import CostSurface
     from specmeter.metrics.records import RequestRecord, RunRecord
 
-__all__ = ["measured_rates", "run_bench_batched", "surface_batches", "tune_batch_section"]
+__all__ = [
+    "SURFACE_STEPS_PER_REPEAT",
+    "measured_rates",
+    "run_bench_batched",
+    "surface_batches",
+    "surface_steps",
+    "tune_batch_section",
+]
+
+
+# Steps per surface point for each --cost-repeats: one step of B rows is a noisier sample than one forward of
+# the batch-1 cost curve (it holds the loop's bookkeeping), and on a shared VM the step time drifts by up to
+# 30% from one half-minute to the next. Measured with benchmarks/batched_spec.py (32 legal prompts, k = 4):
+# at 9 steps per point the wave prediction was off by +8%, −36% and −10% at B = 1, 4, 16; at 27 by −2%, +3%
+# and +11%.
+SURFACE_STEPS_PER_REPEAT = 3
+
+
+def surface_steps(cost_repeats: int) -> int:
+    """The steps timed per (B, k) point of the cost surface for ``--cost-repeats``."""
+    return SURFACE_STEPS_PER_REPEAT * cost_repeats
 
 
 def surface_batches(batch: int) -> list[int]:
@@ -84,7 +104,8 @@ def run_bench_batched(
 
             samplers[draft.info.name] = SurfaceSampler(
                 state.target.model, draft.model, contexts, batches=surface_batches(batch), ks=[0, *ks],
-                rates=rates, max_tokens=max(p.max_tokens for p in prompts), repeats=cfg.cost_repeats,
+                rates=rates, max_tokens=max(p.max_tokens for p in prompts),
+                repeats=surface_steps(cfg.cost_repeats),
             )  # fmt: skip
         groups = waves(prompts, batch)
         per_wave = -(-sum(s.chunks_left for s in samplers.values()) // max(1, len(groups)))
@@ -152,6 +173,6 @@ def tune_batch_section(
         surface = measure_cost_surface(
             m.state.target.model, draft.model, [p.ids for p in m.prompts], batches=m.cfg.batch,
             ks=range(k_max + 1), rates=rates, max_tokens=max(p.max_tokens for p in m.prompts),
-            repeats=m.cfg.cost_repeats,
+            repeats=surface_steps(m.cfg.cost_repeats),
         )  # fmt: skip
     return analyse_batch_tune(source, surface, k_max=k_max, draft_path=str(draft.info.path))
