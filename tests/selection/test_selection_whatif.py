@@ -69,7 +69,20 @@ def test_overlay_places_each_measured_domain_and_reads_the_surface_at_a_future_a
         ]
     }  # fmt: skip
     points = overlay_points(bench, "bench.json")
+    # Without an overall summary the categories are the points; with one, they nest under it.
     assert [(p["domain"], p["alpha"], p["k"]) for p in points] == [("legal", 0.2, 4), ("general", 0.6, 4)]
+    overall = {"acceptance_rate": 0.4, "speedup_measured": 1.1}
+    nested = overlay_points(
+        {**bench, "run": {"config": {"prompts": "/x/golden.jsonl"}},
+         "candidates": [{**bench["candidates"][0], "summary": overall}]},
+        "bench.json",
+    )  # fmt: skip
+    assert [(p["domain"], p["alpha"]) for p in nested] == [("golden", 0.4)]
+    assert [c["domain"] for c in nested[0]["categories"]] == ["legal", "general"]
+    assert [c["surface"][0]["e"] for c in overlay(SECTION, nested)[0]["categories"]] == [
+        0.6,
+        pytest.approx(1.8),
+    ]
     rows = overlay(SECTION, points, at_alpha=0.4)
     legal = rows[0]
     assert [s["e"] for s in legal["surface"]] == [0.6, 0.3]

@@ -69,7 +69,7 @@ class LoadPlan:
 # About 1.5 minutes on 2 cores (B = 1 costs most: 24 requests one after another per run; the surface a
 # third). The curve goes one level beyond the largest batch measured, so a crossover just past it shows.
 LOAD = LoadPlan(
-    measured=(1, 4, 16), predicted=(1, 2, 4, 8, 16, 32), prompts=24, max_tokens=48, cost_repeats=9
+    measured=(1, 4, 16), predicted=(1, 2, 4, 8, 16, 32), prompts=24, max_tokens=48, cost_repeats=6
 )
 LOAD_QUICK = LoadPlan(measured=(1, 4), predicted=(1, 2, 4), prompts=8, max_tokens=16, cost_repeats=3)
 

@@ -105,6 +105,14 @@ def render_whatif(out: Mapping[str, Any], console: Console) -> None:
         console.print(bt)
     for row in s.get("overlay") or []:
         console.print(describe_overlay(row), soft_wrap=True)
-    if any(p.get("extrapolated") for row in s.get("overlay") or [] for p in row.get("surface") or []):
+    if any(row.get("categories") for row in s.get("overlay") or []):
+        note = "(each category of those runs is placed on the surface too: whatif.overlay[].categories)"
+        console.print(note, style="dim")
+    rows = s.get("overlay") or []
+    if any(
+        p.get("extrapolated")
+        for row in rows
+        for p in [*row.get("surface"), *((row.get("at") or {}).get("surface") or [])]
+    ):
         console.print("* beyond the α measured: extrapolated from the two nearest points", style="dim")
     print_hygiene(out, console, where="bottom")

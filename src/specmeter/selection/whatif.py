@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from specmeter.metrics.acceptance import (
@@ -244,23 +245,30 @@ def best_k(section: Mapping[str, Any]) -> list[dict[str, Any]]:
 def overlay_points(result: Mapping[str, Any], source: str) -> list[dict[str, Any]]:
     """The real (domain, draft, k, α, E_meas) points of a bench/select/tune result or a monitor window.
 
-    bench-like results give one point per candidate and category (``candidates[].by_category``, with the
-    run's E_meas at batch 1); a ``monitor --requests`` result (``windows`` or ``domains``) one per domain
-    window, without an E.
+    bench-like results give one point per candidate for the whole run (named after the run's domain, or
+    its prompts file) with its categories nested under ``categories`` (E_meas at batch 1 each); a ``monitor
+    --requests`` result one point per domain (and tenant) window, without an E.
     """
     points: list[dict[str, Any]] = []
     # load/sweep results have candidates too, measured under load: their E is not a batch-1 E_meas.
     candidates = result.get("candidates") if result.get("kind") in _BATCH1_KINDS else None
+    config = (result.get("run") or {}).get("config") or {}
+    whole = str(config.get("domain") or Path(str(config.get("prompts") or "all")).stem)
     for c in candidates or []:
         draft, k = c.get("draft"), c.get("k")
         if not isinstance(k, int):
             continue
-        for domain, summary in (c.get("by_category") or {}).items():
-            alpha = (summary or {}).get("acceptance_rate")
-            if alpha is not None:
-                points.append({"source": source, "domain": str(domain), "draft": draft, "k": k,
-                               "alpha": float(alpha), "measured_e": summary.get("speedup_measured"),
-                               "requests": summary.get("requests")})  # fmt: skip
+
+        categories = [
+            q
+            for name, summary in (c.get("by_category") or {}).items()
+            if (q := _point(source, str(name), draft, k, summary or {}))
+        ]
+        overall = _point(source, whole, draft, k, c.get("summary") or {})
+        if overall is not None:
+            points.append({**overall, "categories": categories})
+        else:
+            points += categories
     for window in _monitor_windows(result):
         alpha = window.get("acceptance_rate")
         if alpha is not None:
@@ -271,6 +279,14 @@ def overlay_points(result: Mapping[str, Any], source: str) -> list[dict[str, Any
                            "alpha": float(alpha), "measured_e": None,
                            "requests": window.get("requests")})  # fmt: skip
     return points
+
+
+def _point(source: str, domain: str, draft: Any, k: int, summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    alpha = summary.get("acceptance_rate")
+    if alpha is None:
+        return None
+    return {"source": source, "domain": domain, "draft": draft, "k": k, "alpha": float(alpha),
+            "measured_e": summary.get("speedup_measured"), "requests": summary.get("requests")}  # fmt: skip
 
 
 def _monitor_windows(result: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
@@ -299,20 +315,24 @@ def overlay(
         measured_k = p.get("k")
         k_real: int = measured_k if isinstance(measured_k, int) else ks[-1]
         k = min(ks, key=lambda x: (abs(x - k_real), x))
-        row: dict[str, Any] = {**p, "k_used": k, "surface": [], "at": None}
-        for b in batches:
-            e = surface_e(section, float(p["alpha"]), k, b)
-            row["surface"].append({"batch": b, "e": None if e is None else e[0],
-                                   "extrapolated": None if e is None else e[1]})  # fmt: skip
-        if at_alpha is not None:
-            at = []
-            for b in batches:
-                e = surface_e(section, at_alpha, k, b)
-                at.append({"batch": b, "e": None if e is None else e[0],
-                           "extrapolated": None if e is None else e[1]})  # fmt: skip
-            row["at"] = {"alpha": at_alpha, "surface": at}
+        row: dict[str, Any] = {**p, "k_used": k, "surface": _read(section, float(p["alpha"]), k, batches)}
+        row["at"] = (
+            None if at_alpha is None else {"alpha": at_alpha, "surface": _read(section, at_alpha, k, batches)}
+        )
+        if p.get("categories"):
+            row["categories"] = overlay(section, p["categories"])
         out.append(row)
     return out
+
+
+def _read(section: Mapping[str, Any], alpha: float, k: int, batches: Sequence[int]) -> list[dict[str, Any]]:
+    rows = []
+    for b in batches:
+        e = surface_e(section, alpha, k, b)
+        rows.append(
+            {"batch": b, "e": None if e is None else e[0], "extrapolated": None if e is None else e[1]}
+        )
+    return rows
 
 
 def _x(e: float | None) -> str:
