@@ -128,13 +128,14 @@ def synthetic_unsupported() -> str | None:
 
     vllm = import_vllm()
     try:
-        from vllm.platforms import current_platform
+        with ctrl_c_deferred():
+            from vllm.platforms import current_platform
 
-        if not current_platform.is_cpu():
-            return None
-        import vllm.utils.cpu_triton_utils as kernels
+            if not current_platform.is_cpu():
+                return None
+            import vllm.utils.cpu_triton_utils as kernels
 
-        source = inspect.getsource(kernels)
+            source = inspect.getsource(kernels)
     except (ImportError, OSError, AttributeError):
         return None
     if _CPU_SYNTHETIC_REFUSAL in source:
@@ -356,23 +357,26 @@ class VllmEngine:
         import_vllm()
         # The CPU build sizes its KV cache from this (GiB); 1 GiB is plenty for one request at a time.
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        from vllm.engine.arg_utils import EngineArgs
-        from vllm.v1.engine.llm_engine import LLMEngine
+        # These imports build most of vLLM's pydantic models (seconds on a cold venv); a Ctrl-C among them
+        # came out as a SchemaError traceback and exit 1 (a clean-clone CI run), so it waits for them.
+        with ctrl_c_deferred():
+            from vllm.engine.arg_utils import EngineArgs
+            from vllm.v1.engine.llm_engine import LLMEngine
 
-        args = EngineArgs(
-            model=str(target),
-            tensor_parallel_size=settings.tensor_parallel_size,
-            dtype=settings.dtype,  # type: ignore[arg-type]
-            max_model_len=settings.max_model_len or max_model_len,
-            gpu_memory_utilization=settings.gpu_memory_utilization,
-            enforce_eager=settings.enforce_eager,
-            seed=settings.seed,
-            trust_remote_code=settings.trust_remote_code,
-            speculative_config=speculative,
-            disable_log_stats=False,  # the stat loggers are where the per-step spec counts come from
-        )
-        log = StepLog()
-        loggers = [_logger_factory(log)]
+            args = EngineArgs(
+                model=str(target),
+                tensor_parallel_size=settings.tensor_parallel_size,
+                dtype=settings.dtype,  # type: ignore[arg-type]
+                max_model_len=settings.max_model_len or max_model_len,
+                gpu_memory_utilization=settings.gpu_memory_utilization,
+                enforce_eager=settings.enforce_eager,
+                seed=settings.seed,
+                trust_remote_code=settings.trust_remote_code,
+                speculative_config=speculative,
+                disable_log_stats=False,  # the stat loggers are where the per-step spec counts come from
+            )
+            log = StepLog()
+            loggers = [_logger_factory(log)]
         engine = _start_interruptibly(lambda: LLMEngine.from_engine_args(args, stat_loggers=loggers))
         model_free = speculative is None or speculative["method"] in _MODEL_FREE
         return cls(engine, log, draft_forwards_per_token=0 if model_free else 1)
