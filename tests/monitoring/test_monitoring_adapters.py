@@ -10,12 +10,15 @@ from specmeter.monitoring.adapters import (
     DRAFT_TOKENS,
     DRAFTS,
     KINDS,
+    QUEUE_RUNNING,
+    QUEUE_WAITING,
     SERVER_CHOICES,
     Reading,
     counter_delta,
     detect_kind,
     kind_from_option,
     position_key,
+    queue_names,
     read_counters,
 )
 from specmeter.monitoring.promtext import ScrapeError, metrics_url, parse_metrics
@@ -200,3 +203,45 @@ def test_kind_option_maps_to_a_kind() -> None:
     assert kind_from_option("specmeter") == "vllm"
     assert all(kind_from_option(kind) == kind for kind in KINDS)
     assert set(KINDS) < set(SERVER_CHOICES)
+
+
+# Queue gauges as each server writes them (names from the sources cited in adapters' docstring).
+QUEUE_TEXT = {
+    "vllm": (
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{engine="0",model_name="m"} 3.0\n'
+        'vllm:num_requests_running{engine="1",model_name="m"} 4.0\n'
+        "# TYPE vllm:num_requests_waiting gauge\n"
+        'vllm:num_requests_waiting{engine="0",model_name="m"} 2.0\n'
+        'vllm:num_requests_waiting{engine="1",model_name="m"} 0.0\n'
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10\n'
+    ),
+    "llamacpp": (
+        "# HELP llamacpp:requests_processing Number of requests processing.\n"
+        "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 7\n"
+        "# HELP llamacpp:requests_deferred Number of requests deferred.\n"
+        "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred 2\n"
+    ),
+    "sglang": (
+        "# TYPE sglang:num_running_reqs gauge\n"
+        'sglang:num_running_reqs{model_name="m",engine_type="unified",tp_rank="0"} 7.0\n'
+        "# TYPE sglang:num_queue_reqs gauge\n"
+        'sglang:num_queue_reqs{model_name="m",engine_type="unified",tp_rank="0"} 2.0\n'
+    ),
+    "tgi": "# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size 7\n"
+    "# TYPE tgi_queue_size gauge\ntgi_queue_size 2\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(QUEUE_TEXT))
+def test_queue_gauges_per_kind_are_summed_over_series(kind: str) -> None:
+    snapshot = parse_metrics(QUEUE_TEXT[kind])
+    assert detect_kind(snapshot) == kind
+    reading = read_counters(snapshot)
+    assert reading.queue == {QUEUE_RUNNING: 7.0, QUEUE_WAITING: 2.0}
+    assert set(queue_names(kind)) == {QUEUE_RUNNING, QUEUE_WAITING}
+
+
+def test_no_queue_gauges_reads_empty() -> None:
+    assert read_counters(parse_metrics(vllm({"0": (4, 16, 8, [3, 2, 2, 1])}))).queue == {}
+    assert queue_names("trtllm") == {} and queue_names("unknown") == {}

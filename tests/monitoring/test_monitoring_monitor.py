@@ -240,3 +240,36 @@ def test_live_view_renders_every_target() -> None:
     text = console.export_text()
     assert "0.420" in text and "0.60 0.30" in text and "waiting for a second scrape" in text
     assert "α 0.420" in window_line(good.history[0])
+
+
+def test_windows_carry_the_servers_queue_at_their_end() -> None:
+    from rich.console import Console
+
+    from specmeter.monitoring.live import render, window_line
+    from specmeter.monitoring.windows import WindowTracker
+
+    def text(running: int, waiting: int, drafts: int) -> str:
+        return (
+            f'vllm:spec_decode_num_drafts_total{{engine="0"}} {drafts}\n'
+            f'vllm:spec_decode_num_draft_tokens_total{{engine="0"}} {drafts * 3}\n'
+            f'vllm:spec_decode_num_accepted_tokens_total{{engine="0"}} {drafts * 2}\n'
+            f'vllm:num_requests_running{{engine="0"}} {running}\n'
+            f'vllm:num_requests_waiting{{engine="0"}} {waiting}\n'
+        )
+
+    tracker = WindowTracker("http://a/metrics")
+    assert tracker.observe(parse_metrics(text(1, 0, 10))) is None
+    window = tracker.observe(parse_metrics(text(7, 2, 20)))
+    assert window is not None and window.queue == {"running": 7.0, "waiting": 2.0}  # the end's, not 1/0
+    assert window.as_dict()["queue"] == {"at": "window_end", "running": 7.0, "waiting": 2.0}
+    assert "running/waiting 7/2" in window_line(window)
+    console = Console(width=160, record=True)
+    console.print(render({"a": tracker}, AlertRules(), 0.5))
+    shown = console.export_text()
+    assert "run/wait" in shown and "7/2" in shown
+    # A server that exports no queue gauges: None, and the line says nothing about it.
+    plain = WindowTracker("http://b/metrics")
+    plain.observe(parse_metrics(vllm_text := 'vllm:spec_decode_num_drafts_total{engine="0"} 1\n'))
+    bare = plain.observe(parse_metrics(vllm_text))
+    assert bare is not None and bare.queue is None and bare.as_dict()["queue"] is None
+    assert "running/waiting" not in window_line(bare)

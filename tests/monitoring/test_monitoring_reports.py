@@ -56,7 +56,41 @@ def test_sglang_meta_info_in_both_spellings_and_places() -> None:
     assert acc.unavailable == ()
     # A request that never verified a draft (max_tokens 1) counts zero; malformed counts are no report.
     assert request_report({"meta_info": {"spec_verify_ct": 0, "spec_accept_rate": 0.0}}) is not None
-    assert request_report({"meta_info": {"spec_verify_ct": 3, "spec_accept_rate": 0.5}}) is None
+    assert request_report({"meta_info": {**old, "spec_accept_token_num": -1}}) is None
+    # The spelling of fill_spec_decoding_meta (spec_decoding_meta.py) and the newest histogram name.
+    mid = {"spec_verify_ct": 4, "spec_accepted_drafts": 6, "spec_proposed_drafts": 12}
+    c = request_report({"meta_info": {**mid, "spec_correct_drafts_histogram": [1, 1, 1, 1]}})
+    assert c is not None and (c["num_accepted_draft_tokens"], c["num_draft_tokens"]) == (6, 12)
+    assert c["acceptance_histogram"] == [1, 1, 1, 1]
+
+
+def test_sglang_rates_without_counts_give_a_derived_report() -> None:
+    # SGLang computed rate = A/(S·k) and length = completion tokens / S from counts it did not send.
+    # Request 1: S = 10, k = 3, A = 24 → rate 0.8, C = A + S + 1 = 35 → length 3.5.
+    # Request 2: S = 5, A = 5 → rate 1/3, C = 11 → length 2.2.
+    first = {"spec_verify_ct": 10, "spec_accept_rate": 0.8, "spec_accept_length": 3.5}
+    second = {"spec_verify_ct": 5, "spec_accept_rate": 1 / 3, "spec_accept_length": 2.2}
+    one = request_report({"meta_info": first})
+    two = request_report({"choices": [{"meta_info": second}]})
+    assert one is not None and two is not None and one["derived_from_rates"] is True
+    acc = acceptance_from_requests([one, two])
+    assert acc is not None and acc.kind == "sglang" and acc.source == "per_request"
+    assert acc.steps == 15
+    assert acc.acceptance_rate == pytest.approx((24 + 5) / (30 + 15))  # Σ rate·S / Σ S = ΣA / ΣD
+    assert acc.acceptance_length == pytest.approx(1 + (24 + 5) / 15)  # not SGLang's 3.5 or 2.2
+    assert acc.drafted_tokens is None and acc.accepted_tokens is None  # not counted
+    assert acc.estimated == ("acceptance_rate",)
+    assert any("derived from SGLang's own" in n for n in acc.notes)
+    # The defaults some versions write before the counts (rate 0.0, length 0) are not a measurement.
+    placeholder = {"spec_verify_ct": 3, "spec_accept_rate": 0.0, "spec_accept_length": 0}
+    assert request_report({"meta_info": placeholder}) is None
+    # Counted reports win; derived ones beside them are left out, and said so.
+    counts = {"spec_verify_ct": 10, "spec_accept_token_num": 24, "spec_draft_token_num": 30}
+    counted = request_report({"meta_info": counts})
+    assert counted is not None
+    both = acceptance_from_requests([counted, two])
+    assert both is not None and (both.steps, both.accepted_tokens) == (10, 24)
+    assert any("left out" in n for n in both.notes)
 
 
 def _acc(source: str, steps: int | None, drafted: int, accepted: int) -> ServerAcceptance:

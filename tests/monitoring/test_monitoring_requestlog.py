@@ -120,3 +120,25 @@ def test_tail_follows_growth_partial_lines_rotation_and_new_files(tmp_path: Path
         fh.write(_line(6))  # no newline at the end of the run
     assert tail.poll()[0] == []
     assert [o.accepted for o in tail.flush()[0]] == [6]
+
+
+@pytest.mark.parametrize(
+    ("accepted", "drafted"),
+    [
+        ("spec_accept_token_num", "spec_draft_token_num"),  # tokenizer_manager.py, commit c60799d
+        ("spec_accepted_drafts", "spec_proposed_drafts"),  # spec_decoding_meta.py, commit 9155cf0
+        ("spec_num_correct_drafts", "spec_num_proposed_drafts"),  # later releases
+    ],
+)
+def test_sglang_meta_info_in_every_spelling(accepted: str, drafted: str) -> None:
+    """monitor --requests reads what load reads: one reader (adapters.sglang_meta) of SGLang's names."""
+    from specmeter.monitoring.adapters import request_report
+
+    meta = {"spec_verify_ct": 4, accepted: 6, drafted: 12, "completion_tokens": 11, "e2e_latency": 0.5}
+    obs = parse_line({"choices": [{"meta_info": meta}], "domain": "hr"}, "x:1")
+    assert (obs.shape, obs.accepted, obs.drafted, obs.steps, obs.tokens, obs.latency_s) == (
+        "sglang", 6, 12, 4, 11, 0.5,
+    )  # fmt: skip
+    report = request_report({"meta_info": meta})
+    assert report is not None
+    assert (report["num_accepted_draft_tokens"], report["num_draft_tokens"]) == (obs.accepted, obs.drafted)

@@ -246,7 +246,11 @@ def acceptance_from_requests(
     have_steps, have_any = True, False
     histogram: list[float] = []
     kinds: set[str] = set()
+    derived: list[Mapping[str, Any]] = []
     for item in stats:
+        if item.get("derived_from_rates"):
+            derived.append(item)
+            continue
         d, a = _number(item, "num_draft_tokens"), _number(item, "num_accepted_draft_tokens")
         if d is not None and a is not None:
             kinds.add(str(item.get("engine") or "vllm"))
@@ -274,7 +278,7 @@ def acceptance_from_requests(
         accepted += a
         have_any = True
     if not have_any:
-        return None
+        return _from_rates(derived, k) if derived else None
     kind = next(iter(kinds)) if len(kinds) == 1 else "mixed"
     # Steps that accepted at least position i+1 = steps that accepted exactly j drafts, for j > i.
     accepted_at = [sum(histogram[j] for j in range(i + 1, len(histogram))) for i in range(len(histogram) - 1)]
@@ -288,7 +292,55 @@ def acceptance_from_requests(
         k=k,
     )
     unavailable = () if have_steps else (NO_STEPS_PER_REQUEST,)
-    return ServerAcceptance(**figures, unavailable=unavailable)
+    notes: tuple[str, ...] = ()
+    if derived:
+        notes = (
+            f"{len(derived)} request(s) reported only SGLang's own rates, no counts: left out of these "
+            "figures",
+        )
+    return ServerAcceptance(**figures, unavailable=unavailable, notes=notes)
+
+
+RATES_NOTE = (
+    "derived from SGLang's own per-request spec_accept_rate / spec_accept_length (its meta_info carried "
+    "no counts), not counted: α = Σ rate·S / Σ S (SGLang counts every step as a full draft), "
+    "τ = Σ (length·S − 1) / Σ S (its length is completion tokens / S, the prefill's token included; "
+    "a step cut short by EOS or max_tokens makes τ read low)"
+)
+RATES_UNAVAILABLE = (
+    "drafted and accepted counts, β and per-position acceptance (SGLang's meta_info carried its rates only)"
+)
+
+
+def _from_rates(reports: Sequence[Mapping[str, Any]], k: int | None) -> ServerAcceptance | None:
+    """α and τ over reports marked ``derived_from_rates`` (``adapters._sglang_rates``), weighted by steps.
+
+    Per request SGLang's rate is A / (S·k) and its length C / S with C = A + S + 1 (the prefill's token and
+    one token per step besides the accepted drafts). Summed over requests with one k: α = Σ A / Σ (S·k) =
+    Σ rate·S / Σ S and τ = 1 + Σ A / Σ S = Σ (length·S − 1) / Σ S. Each figure uses the requests that
+    report its rate (and at least one step); S, the verification steps, is a count SGLang did send.
+    """
+    steps = sum(_number(r, "num_spec_steps") or 0.0 for r in reports)
+    rated = [(r, s) for r in reports if (s := _number(r, "num_spec_steps"))]
+    with_rate = [(_number(r, "sglang_accept_rate"), s) for r, s in rated]
+    with_length = [(_number(r, "sglang_accept_length"), s) for r, s in rated]
+    rate_steps = sum(s for x, s in with_rate if x is not None)
+    length_steps = sum(s for x, s in with_length if x is not None)
+    alpha = sum(x * s for x, s in with_rate if x is not None) / rate_steps if rate_steps else None
+    tau = sum(x * s - 1.0 for x, s in with_length if x is not None) / length_steps if length_steps else None
+    if alpha is None and tau is None and steps > 0:
+        return None
+    return ServerAcceptance(
+        kind="sglang",
+        source="per_request",
+        steps=_int(steps),
+        acceptance_rate=alpha,
+        acceptance_length=None if tau is None else max(tau, 1.0),
+        k=k,
+        estimated=("acceptance_rate",) if alpha is not None else (),  # SGLang's D assumes full drafts
+        unavailable=(RATES_UNAVAILABLE,),
+        notes=(RATES_NOTE,),
+    )
 
 
 def _histogram(value: object) -> list[int] | None:

@@ -32,10 +32,22 @@ block of requests:
   ``tgi_request_success`` counts the requests); 2.x sets buckets at 0..speculate (``router/src/server.rs``),
   which give the per-position counts, 3.x exports a summary without them; D is not exported.
 
+**Queue gauges** (requests the server is running and requests waiting for a place in its batch), read
+into :attr:`Reading.queue` and summed over series (engines, data-parallel ranks): vLLM's
+``vllm:num_requests_running`` / ``vllm:num_requests_waiting`` (``vllm/v1/metrics/loggers.py``; also served
+by ``specmeter serve``, ``serving/prom.py``), llama.cpp's ``llamacpp:requests_processing`` /
+``llamacpp:requests_deferred`` (the /metrics list beside the spec counters; help texts fixed in llama.cpp
+commit a2df278, "server : update help metrics processing/deferred"), SGLang's ``sglang:num_running_reqs`` /
+``sglang:num_queue_reqs`` (``python/sglang/srt/metrics/collector.py``) and TGI's
+``tgi_batch_current_size`` / ``tgi_queue_size`` (``backends/v3/src/backend.rs`` and ``queue.rs``, where
+``tgi_queue_size`` is set to the queue's length at every batch). TensorRT-LLM's are not read.
+
 **Per-request reports** in response bodies or stream chunks (:func:`request_report`), used by ``load``:
 vLLM's ``metrics.speculative_decoding`` (``--per-request-spec-decode-metrics``), llama.cpp's ``timings``
-(``draft_n``, ``draft_n_accepted``) and SGLang's ``meta_info`` (``spec_verify_ct``, ``spec_accept_token_num``,
-``spec_draft_token_num``, ``spec_accept_histogram``).
+(``draft_n``, ``draft_n_accepted``) and SGLang's ``meta_info`` (read by :func:`sglang_meta`, the one reader
+of its spellings, which ``monitor --requests`` uses too). SGLang's OpenAI-compatible endpoints do not put
+``meta_info`` in a stream (see :func:`sglang_meta`), so ``load`` sees it only behind a gateway or build
+that adds it.
 
 A :class:`Reading` keeps every counter *per series* (label set, one per engine), so that
 :func:`counter_delta` can detect a reset (a restarted engine: one of its counters went down, or the
@@ -60,18 +72,24 @@ __all__ = [
     "KINDS",
     "NO_STEPS_PER_REQUEST",
     "PROMPT_TOKENS",
+    "QUEUE_RUNNING",
+    "QUEUE_WAITING",
     "REQUESTS_DONE",
     "SERVER_CHOICES",
     "CounterDelta",
     "Reading",
     "ServerKind",
+    "SglangMeta",
     "counter_delta",
     "counter_names",
     "detect_kind",
     "kind_from_option",
     "position_key",
+    "queue_names",
     "read_counters",
+    "read_queue",
     "request_report",
+    "sglang_meta",
     "unavailable_metrics",
 ]
 
@@ -123,6 +141,15 @@ TRTLLM_ACCEPTED_PER_POS = "trtllm_spec_decode_accepted_tokens_total"
 TRTLLM_TAU = "trtllm_spec_decode_acceptance_length"
 TGI_SKIPPED = "tgi_request_skipped_tokens"
 
+QUEUE_RUNNING = "running"  # requests in the server's running batch
+QUEUE_WAITING = "waiting"  # requests queued for a place in it
+_QUEUE: dict[str, dict[str, str]] = {
+    "vllm": {QUEUE_RUNNING: "vllm:num_requests_running", QUEUE_WAITING: "vllm:num_requests_waiting"},
+    "llamacpp": {QUEUE_RUNNING: "llamacpp:requests_processing", QUEUE_WAITING: "llamacpp:requests_deferred"},
+    "sglang": {QUEUE_RUNNING: "sglang:num_running_reqs", QUEUE_WAITING: "sglang:num_queue_reqs"},
+    "tgi": {QUEUE_RUNNING: "tgi_batch_current_size", QUEUE_WAITING: "tgi_queue_size"},
+}
+
 _PER_STEP_TOTALS = "per-request spread (counters give totals, so no confidence intervals)"
 # What each kind cannot provide, in plain sentences (shown in `load` results and the monitor).
 _UNAVAILABLE: dict[str, tuple[str, ...]] = {
@@ -132,7 +159,7 @@ _UNAVAILABLE: dict[str, tuple[str, ...]] = {
     ),
     "sglang": (
         "drafted/accepted counts and per-position acceptance in /metrics (SGLang exports gauges only; "
-        "its per-request meta_info has the counts)",
+        "its per-request meta_info has the counts, but its OpenAI-compatible streams never carry it)",
         "windowed α/τ: sglang:spec_accept_* describe the last batch at scrape time, not the window",
         "α before the SGLang version that added sglang:spec_accept_rate",
     ),
@@ -167,6 +194,11 @@ NO_STEPS_PER_REQUEST = (
 )
 
 
+def queue_names(kind: str) -> Mapping[str, str]:
+    """``{"running": metric, "waiting": metric}`` of the queue gauges a server kind exports; {} if none."""
+    return dict(_QUEUE.get(kind, {}))
+
+
 def unavailable_metrics(kind: str) -> tuple[str, ...]:
     return _UNAVAILABLE.get(kind, _UNAVAILABLE["unknown"])
 
@@ -194,6 +226,7 @@ class Reading:
     mono_time: float = 0.0
     wall_time: float = 0.0
     start_time: float | None = None  # process_start_time_seconds, where exported: a change is a restart
+    queue: Mapping[str, float] = field(default_factory=dict)  # QUEUE_RUNNING / QUEUE_WAITING, summed
 
     @property
     def has_spec(self) -> bool:
@@ -232,6 +265,21 @@ def _series(snapshot: MetricsSnapshot, name: str) -> dict[LabelKey, float]:
 def _mean_gauge(snapshot: MetricsSnapshot, name: str) -> float | None:
     values = list(snapshot.series(name).values())
     return sum(values) / len(values) if values else None
+
+
+def _sum_gauge(snapshot: MetricsSnapshot, name: str) -> float | None:
+    values = [v for v in snapshot.series(name).values() if not math.isnan(v)]
+    return sum(values) if values else None
+
+
+def read_queue(snapshot: MetricsSnapshot, kind: str) -> dict[str, float]:
+    """The queue gauges of one scrape, each summed over its series (one per engine or rank)."""
+    out: dict[str, float] = {}
+    for canon, name in _QUEUE.get(kind, {}).items():
+        value = _sum_gauge(snapshot, name)
+        if value is not None:
+            out[canon] = value
+    return out
 
 
 def _by_position(snapshot: MetricsSnapshot, name: str, label: str) -> dict[int, dict[LabelKey, float]]:
@@ -363,6 +411,7 @@ def read_counters(
         mono_time=snapshot.mono_time,
         wall_time=snapshot.wall_time,
         start_time=max(starts.values()) if starts else None,
+        queue=read_queue(snapshot, kind),
     )
 
 
@@ -424,30 +473,138 @@ def _nonneg_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+# SGLang's spellings of its per-request counts, oldest first. ``tokenizer_manager.py``
+# ``_calculate_spec_decoding_metrics`` (commit c60799d) writes ``spec_accept_token_num`` /
+# ``spec_draft_token_num``; ``managers/tokenizer_manager_components/spec_decoding_meta.py``
+# (``fill_spec_decoding_meta``, commit 9155cf0) ``spec_accepted_drafts`` / ``spec_proposed_drafts``; later
+# releases ``spec_num_correct_drafts`` / ``spec_num_proposed_drafts`` (with the previous names as aliases)
+# and the histogram as ``spec_correct_drafts_histogram``.
+SGLANG_ACCEPTED = ("spec_accept_token_num", "spec_accepted_drafts", "spec_num_correct_drafts")
+SGLANG_DRAFTED = ("spec_draft_token_num", "spec_proposed_drafts", "spec_num_proposed_drafts")
+SGLANG_HISTOGRAM = ("spec_accept_histogram", "spec_correct_drafts_histogram")
+
+
+@dataclass(frozen=True)
+class SglangMeta:
+    """The speculative-decoding fields of one SGLang ``meta_info``, raw (as the server wrote them).
+
+    ``steps`` S (``spec_verify_ct``), ``accepted`` A and ``drafted`` D (whichever spelling is present),
+    ``histogram`` (steps that accepted exactly j drafts), SGLang's own ``accept_rate`` (A / D) and
+    ``accept_length`` (completion tokens / S: the prefill's token included), ``tokens`` and ``latency_s``.
+    Values are not checked here; each reader judges them (``request_report`` drops what is not a count,
+    ``monitor --requests`` names the bad field).
+    """
+
+    steps: object = None
+    accepted: object = None
+    drafted: object = None
+    histogram: object = None
+    accept_rate: object = None
+    accept_length: object = None
+    tokens: object = None
+    latency_s: object = None
+    accepted_field: str = SGLANG_ACCEPTED[0]
+    drafted_field: str = SGLANG_DRAFTED[0]
+
+
+def _first_field(meta: Mapping[str, Any], names: tuple[str, ...]) -> tuple[str, object]:
+    for name in names:
+        if meta.get(name) is not None:
+            return name, meta[name]
+    return names[0], None
+
+
+def sglang_meta(meta: object) -> SglangMeta | None:
+    """SGLang's per-request ``meta_info`` → :class:`SglangMeta`; None when it has no ``spec_verify_ct``.
+
+    The one reader of SGLang's spellings (``SGLANG_ACCEPTED``, ``SGLANG_DRAFTED``, ``SGLANG_HISTOGRAM``),
+    for ``load`` (:func:`request_report`) and ``monitor --requests`` (``requestlog``) alike.
+
+    Where ``meta_info`` reaches a client: every response and stream chunk of the native ``/generate``.
+    The OpenAI-compatible routes (``python/sglang/srt/entrypoints/openai/serving_chat.py``, commit
+    002897c; ``serving_completions.py``, commit 004c82e): ``/v1/chat/completions`` puts it in
+    ``choices[i].meta_info`` of a *non-streamed* response when the request sets ``return_meta_info``, and
+    refuses a streamed request that sets it ("return_meta_info is not supported with streaming",
+    ``_convert_to_internal_request``); ``/v1/completions`` has no such field. A streamed OpenAI request,
+    which is what ``load`` sends, never carries it — so ``load`` does not ask for it.
+    """
+    if not isinstance(meta, Mapping) or "spec_verify_ct" not in meta:
+        return None
+    accepted_field, accepted = _first_field(meta, SGLANG_ACCEPTED)
+    drafted_field, drafted = _first_field(meta, SGLANG_DRAFTED)
+    return SglangMeta(
+        steps=meta.get("spec_verify_ct"),
+        accepted=accepted,
+        drafted=drafted,
+        histogram=_first_field(meta, SGLANG_HISTOGRAM)[1],
+        accept_rate=meta.get("spec_accept_rate"),
+        accept_length=meta.get("spec_accept_length"),
+        tokens=meta.get("completion_tokens"),
+        latency_s=meta.get("e2e_latency"),
+        accepted_field=accepted_field,
+        drafted_field=drafted_field,
+    )
+
+
+def _finite(value: object) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None  # type: ignore[arg-type]
+
+
+def _sglang_rates(meta: SglangMeta, steps: int) -> dict[str, Any] | None:
+    """A report from SGLang's own ``spec_accept_rate`` / ``spec_accept_length`` when the counts are absent.
+
+    SGLang computes both from counts it did not send: rate = A / (S × (num_draft_tokens − 1)), every step
+    counted as a full draft; length = completion tokens / S, which counts the prefill's token as well, so
+    A = S × length − S − 1 when no step was cut short (an EOS or max_tokens inside a step drops its later
+    accepted tokens from the completion) and τ = 1 + A/S = length − 1/S. The versions that set defaults
+    before the counts (rate 0.0, length 0, ``_calculate_spec_decoding_metrics`` of commit c60799d) leave
+    exactly those when nothing was counted: a length below 1 is not a measurement (every step emits at
+    least one token), so it gives no report, and a rate beside it none either.
+    """
+    rate, length = _finite(meta.accept_rate), _finite(meta.accept_length)
+    if length is not None and length < 1.0:
+        return None
+    if rate is not None and not 0.0 <= rate <= 1.0:
+        rate = None
+    if rate is None and length is None:
+        return None
+    report: dict[str, Any] = {"engine": "sglang", "num_spec_steps": steps, "derived_from_rates": True}
+    if rate is not None:
+        report["sglang_accept_rate"] = rate
+    if length is not None:
+        report["sglang_accept_length"] = length
+    return report
+
+
 def _sglang_report(meta: Mapping[str, Any]) -> dict[str, Any] | None:
     """SGLang's per-request ``meta_info`` in vLLM's vocabulary (see :func:`request_report`).
 
-    ``python/sglang/srt/managers/tokenizer_manager.py`` (``_calculate_spec_decoding_metrics``) sets
-    ``spec_verify_ct`` (S), ``spec_accept_token_num`` (A), ``spec_draft_token_num`` (D, computed as
-    S × (``--speculative-num-draft-tokens`` − 1), i.e. every step counted as a full draft),
-    ``spec_accept_rate`` = A/D, ``spec_accept_length`` = completion tokens / S (the prefill's token
-    included, so 1/S above 1 + A/S) and, where the version has it, ``spec_accept_histogram`` (steps that
-    accepted exactly j drafts). Later versions name the counts ``spec_num_correct_drafts`` and
-    ``spec_num_proposed_drafts`` (drafts actually proposed); both spellings are read. τ is recomputed from
-    the counts, never taken from ``spec_accept_length``.
+    The counts (any spelling of :func:`sglang_meta`): S = ``spec_verify_ct``, A, D (computed by SGLang as
+    S × (``--speculative-num-draft-tokens`` − 1), i.e. every step counted as a full draft) and, where the
+    version has it, the histogram (steps that accepted exactly j drafts). τ is recomputed from the counts,
+    never taken from ``spec_accept_length`` (completion tokens / S, the prefill's token included, so 1/S
+    above 1 + A/S). Without the counts, SGLang's own rate and length give a report marked
+    ``derived_from_rates`` (:func:`_sglang_rates`).
     """
-    steps = _nonneg_int(meta.get("spec_verify_ct"))
-    accepted = _nonneg_int(meta.get("spec_accept_token_num", meta.get("spec_num_correct_drafts")))
-    drafted = _nonneg_int(meta.get("spec_draft_token_num", meta.get("spec_num_proposed_drafts")))
-    if steps is None or (steps > 0 and (accepted is None or drafted is None)):
+    fields = sglang_meta(meta)
+    if fields is None:
         return None
+    steps = _nonneg_int(fields.steps)
+    accepted, drafted = _nonneg_int(fields.accepted), _nonneg_int(fields.drafted)
+    if steps is None:
+        return None
+    if steps > 0 and (accepted is None or drafted is None):
+        if fields.accepted is not None or fields.drafted is not None:
+            return None  # a count is there but malformed: trust nothing else beside it
+        return _sglang_rates(fields, steps)
     report: dict[str, Any] = {
         "engine": "sglang",
         "num_spec_steps": steps,
         "num_draft_tokens": drafted or 0,
         "num_accepted_draft_tokens": accepted or 0,
     }
-    hist = meta.get("spec_accept_histogram")
+    hist = fields.histogram
     if isinstance(hist, list) and all(_nonneg_int(c) is not None for c in hist):
         report["acceptance_histogram"] = list(hist)
     if steps and drafted is not None and drafted % steps == 0:

@@ -1,7 +1,8 @@
 """The monitor's terminal view: one row per target with the last window's figures and active alerts.
 
 ``render`` builds a rich table from the trackers (used by the live view and by tests); ``window_line`` is the
-plain one-line form printed per window when the output is not a terminal (logs, CI).
+plain one-line form printed per window when the output is not a terminal (logs, CI). "run/wait" is the
+server's queue (requests running / waiting) at the window's end.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from rich.table import Table
 from rich.text import Text
 
+from specmeter.monitoring.adapters import QUEUE_RUNNING, QUEUE_WAITING
 from specmeter.monitoring.alerts import AlertRules
 from specmeter.monitoring.windows import Window, WindowTracker, iso
 
@@ -41,6 +43,15 @@ def _alpha(w: Window) -> str:
     return ("≈" if approx and w.alpha is not None else "") + _num(w.alpha)
 
 
+def _queue(w: Window) -> str:
+    """``running/waiting`` as the server's gauges said at the window's end (—: not exported)."""
+    q = w.queue or {}
+    running, waiting = q.get(QUEUE_RUNNING), q.get(QUEUE_WAITING)
+    if running is None and waiting is None:
+        return DASH
+    return f"{DASH if running is None else f'{running:g}'}/{DASH if waiting is None else f'{waiting:g}'}"
+
+
 def window_line(w: Window) -> str:
     if w.error is not None:
         return f"[{iso(w.t_end)}] {w.target}: scrape failed: {w.error}"
@@ -53,6 +64,8 @@ def window_line(w: Window) -> str:
         f"drafts {DASH if w.drafts is None else w.drafts}",
         f"tokens/s {_num(None if a is None else a.tokens_per_s, 1)}",
     ]
+    if w.queue:
+        parts.append(f"running/waiting {_queue(w)}")
     if a is not None and a.resets:
         parts.append("counter reset (engine restart) handled")
     if a is not None and a.source == "none":
@@ -62,16 +75,17 @@ def window_line(w: Window) -> str:
 
 def render(trackers: Mapping[str, WindowTracker], rules: AlertRules, alpha_threshold: float | None) -> Table:
     table = Table(title="specmeter monitor", title_justify="left")
-    for column in ("target", "kind", "window end", "α", "τ", "per-position", "drafts", "tokens/s", "alerts"):
+    columns = ("target", "kind", "window end", "α", "τ", "per-position", "drafts", "tokens/s", "run/wait")
+    for column in (*columns, "alerts"):
         table.add_column(column, justify="left" if column in ("target", "kind", "alerts") else "right")
     for url, tracker in trackers.items():
         w = tracker.history[-1] if tracker.history else None
         if w is None:
-            table.add_row(url, tracker.kind or DASH, "waiting for a second scrape", *[DASH] * 6)
+            table.add_row(url, tracker.kind or DASH, "waiting for a second scrape", *[DASH] * 7)
             continue
         if w.error is not None:
             table.add_row(
-                url, w.kind, iso(w.t_end), Text(f"scrape failed: {w.error}", style="red"), *[DASH] * 5
+                url, w.kind, iso(w.t_end), Text(f"scrape failed: {w.error}", style="red"), *[DASH] * 6
             )
             continue
         a = w.acceptance
@@ -88,6 +102,7 @@ def render(trackers: Mapping[str, WindowTracker], rules: AlertRules, alpha_thres
             _positions(w),
             DASH if w.drafts is None else str(w.drafts),
             _num(None if a is None else a.tokens_per_s, 1),
+            _queue(w),
             Text(active, style="bold red" if active != DASH else ""),
         )
     return table

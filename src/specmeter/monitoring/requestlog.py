@@ -10,7 +10,9 @@ accepted A, drafted D, steps S, tokens, latency:
 - vLLM's ``metrics.speculative_decoding`` (PR #48915) in a logged response: ``num_accepted_draft_tokens``,
   ``num_draft_tokens``, ``num_spec_steps``, ``usage.completion_tokens``, no latency of its own;
 - SGLang's ``meta_info``: ``spec_accept_token_num``, ``spec_draft_token_num``, ``spec_verify_ct``,
-  ``completion_tokens``, ``e2e_latency`` (seconds);
+  ``completion_tokens``, ``e2e_latency`` (seconds); the later spellings of A and D
+  (``spec_accepted_drafts`` / ``spec_proposed_drafts``, ``spec_num_correct_drafts`` /
+  ``spec_num_proposed_drafts``) read the same (``adapters.sglang_meta``, shared with ``load``);
 - llama.cpp's ``timings``: ``draft_n_accepted``, ``draft_n``, no steps, ``predicted_n``,
   ``prompt_ms + predicted_ms``.
 
@@ -38,6 +40,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from specmeter.monitoring.adapters import sglang_meta
 
 __all__ = [
     "CANONICAL_FIELDS",
@@ -211,14 +215,14 @@ def _adapter(obj: Mapping[str, Any]) -> tuple[str, dict[str, object]] | None:
                 "tokens": _get(obj, prefix + "usage.completion_tokens"),
             }
     for path in ("meta_info", "response.meta_info", "choices.0.meta_info", "response.choices.0.meta_info"):
-        meta = _get(obj, path)
-        if isinstance(meta, Mapping) and "spec_verify_ct" in meta:
+        meta = sglang_meta(_get(obj, path))  # every spelling SGLang has used (adapters owns them)
+        if meta is not None:
             return "sglang", {
-                "accepted": meta.get("spec_accept_token_num"),
-                "drafted": meta.get("spec_draft_token_num"),
-                "steps": meta.get("spec_verify_ct"),
-                "tokens": meta.get("completion_tokens"),
-                "latency": meta.get("e2e_latency"),
+                "accepted": meta.accepted,
+                "drafted": meta.drafted,
+                "steps": meta.steps,
+                "tokens": meta.tokens,
+                "latency": meta.latency_s,
             }
     for path in ("timings", "response.timings"):
         timings = _get(obj, path)

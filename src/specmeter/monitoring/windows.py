@@ -4,10 +4,15 @@ A window is the interval between two successful scrapes of the same target. Its 
 deltas (so they describe exactly that interval, whatever happened before) or, for servers that only export
 gauges, from the gauge values at the window's end. A failed scrape produces an error window and keeps the
 last good reading, so the next window spans the gap instead of losing it.
+
+Beside acceptance, a window carries the server's queue (``adapters.queue_names``: requests running and
+waiting) as the gauges read at the window's end. The monitor scrapes once per window, so that one value is
+all a window has; it is not a mean over the window.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -49,6 +54,7 @@ class Window(AcceptanceFigures):
     t_end: float
     acceptance: ServerAcceptance | None = None
     error: str | None = None
+    queue: Mapping[str, float] | None = None  # running / waiting at t_end; None: not exported or not read
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +63,7 @@ class Window(AcceptanceFigures):
             "start": iso(self.t_start),
             "end": iso(self.t_end),
             "error": self.error,
+            "queue": None if self.queue is None else {"at": "window_end", **self.queue},
             **(self.acceptance.as_dict() if self.acceptance is not None else {}),
         }
 
@@ -86,7 +93,14 @@ class WindowTracker:
         acceptance = acceptance_from_delta(
             reading.kind, delta, reading.gauges, k=self.k or reading.positions or None
         )
-        window = Window(self.target, reading.kind, previous.wall_time, reading.wall_time, acceptance)
+        window = Window(
+            self.target,
+            reading.kind,
+            previous.wall_time,
+            reading.wall_time,
+            acceptance,
+            queue=dict(reading.queue) if reading.queue else None,
+        )
         self.history.append(window)
         return window
 

@@ -27,7 +27,7 @@ from specmeter.serving.arrivals import arrival_gaps
 from specmeter.serving.client import RequestOutcome, StreamState
 from specmeter.serving.loadconfig import Endpoint, LoadConfig, Phase, Role
 from specmeter.serving.loadloop import OPEN_LOOP_SLOTS, Streams, closed_loop, open_loop
-from specmeter.serving.loadreadings import ServerReadings, read
+from specmeter.serving.loadreadings import ServerReadings, read, sampling_queue
 from specmeter.serving.loadrequests import build_request, prompt_of
 from specmeter.serving.loadworkers import WorkerStreams
 from specmeter.serving.messages_stream import MessagesStream
@@ -138,16 +138,18 @@ class LevelRunner:
         before = await read(self.client, ep, into.readings)
         t0, cpu0 = perf_counter(), process_time() + self.streams.cpu_seconds()
         try:
-            if phase.trace and self.cfg.trace is not None:
-                indices = list(work)
-                gaps = iter(trace_gaps(self.cfg.trace, indices, self.cfg.trace_speed))
-                await open_loop(send, iter(indices), gaps, deadline, done)
-            elif phase.rate is not None:
-                rng = random.Random(f"{self.cfg.seed}:{phase.label}:{schedule}")
-                gaps = arrival_gaps(phase.rate, self.cfg.arrival, rng, self.cfg.burstiness)
-                await open_loop(send, work, gaps, deadline, done)
-            else:
-                await closed_loop(send, work, phase.concurrency or 1, deadline, done)
+            # The server's running/waiting gauges while the block runs (loadreadings.sampling_queue).
+            async with sampling_queue(self.client, ep, into.readings):
+                if phase.trace and self.cfg.trace is not None:
+                    indices = list(work)
+                    gaps = iter(trace_gaps(self.cfg.trace, indices, self.cfg.trace_speed))
+                    await open_loop(send, iter(indices), gaps, deadline, done)
+                elif phase.rate is not None:
+                    rng = random.Random(f"{self.cfg.seed}:{phase.label}:{schedule}")
+                    gaps = arrival_gaps(phase.rate, self.cfg.arrival, rng, self.cfg.burstiness)
+                    await open_loop(send, work, gaps, deadline, done)
+                else:
+                    await closed_loop(send, work, phase.concurrency or 1, deadline, done)
         finally:
             into.wall_s += perf_counter() - t0
             into.client_cpu_s += process_time() + self.streams.cpu_seconds() - cpu0

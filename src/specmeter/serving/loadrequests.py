@@ -19,6 +19,12 @@ request field costs"). So a request carries only what correct counting needs:
   approximate).
 - ``seed`` only with ``--request-seeds``: it makes sampled outputs repeatable, but on vLLM a seeded request
   gets its own generator and leaves the batched sampling path, so it is opt-in.
+
+Never sent: SGLang's ``return_meta_info``. It is what would bring SGLang's per-request speculative counts
+(``meta_info``), but its ``/v1/chat/completions`` refuses a streamed request that sets it and its
+``/v1/completions`` has no such field (``monitoring.adapters.sglang_meta`` cites the source), so sending it
+would fail every request rather than cost something. Against SGLang, ``load`` reads acceptance from its
+/metrics gauges; a gateway or build that adds ``meta_info`` to the stream is still read.
 """
 
 from __future__ import annotations

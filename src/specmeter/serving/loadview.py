@@ -19,7 +19,7 @@ from rich.text import Text
 from specmeter.report.console import framed_by_hygiene
 from specmeter.report.fmt import DASH, as_float, dig, fmt_num, fmt_speedup, with_ci
 
-__all__ = ["render_load", "slo_line", "stop_paying_level"]
+__all__ = ["queue_line", "render_load", "slo_line", "stop_paying_level"]
 
 
 def _level(entry: Mapping[str, Any]) -> str:
@@ -85,6 +85,28 @@ def _row(
         fmt_num(dig(summary, "acceptance_length")) if speculative else DASH,
         e_meas,
     )
+
+
+def queue_line(load: Any) -> str | None:
+    """``server queue over 37 samples (every 0.25 s): running 3.8 mean / 4 max, waiting 0.2 / 2`` from a
+    role's ``load.server_queue`` (loadreadings), beside the client's held concurrency; None without one."""
+    block = dig(load, "server_queue")
+    if not isinstance(block, Mapping):
+        return None
+    if block.get("note"):
+        return f"server queue: {block['note']}"
+    parts = []
+    for key in ("running", "waiting"):
+        stats = block.get(key)
+        if isinstance(stats, Mapping):
+            parts.append(f"{key} {fmt_num(stats.get('mean'), 1)} mean / {fmt_num(stats.get('max'), 0)} max")
+    if not parts:
+        return None
+    interval = as_float(block.get("interval_s"))
+    every = f" (every {interval:g} s)" if interval is not None else ""
+    held = as_float(dig(load, "effective_concurrency"))
+    line = f"server queue over {block.get('samples', 0)} samples{every}: " + ", ".join(parts)
+    return line + (f" · client held {held:.2f}" if held is not None else "")
 
 
 def slo_line(block: Mapping[str, Any]) -> str:
@@ -190,6 +212,10 @@ def render_load(result: Mapping[str, Any], console: Console) -> None:
                 f"{level}: the server reported no per-chunk token counts for some requests; their tokens "
                 "were spread over the chunks from the final usage (per-token gaps approximate)"
             )
+        for run, load in (("spec", entry.get("load")), ("base", dig(entry, "baseline", "load"))):
+            queue = queue_line(load)
+            if queue is not None:
+                notes.append(f"{level} {run}: {queue}")
         for run, block in (
             ("spec", dig(entry, "load", "slo")),
             ("base", dig(entry, "baseline", "load", "slo")),
