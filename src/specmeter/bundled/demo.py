@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from specmeter.bundled.models import CANDIDATE_LETTER, DRAFTS, TARGET, bundled_model
 from specmeter.economics.roi import RoiInputs, compute_roi
 from specmeter.measuring.config import MeasureConfig
-from specmeter.measuring.errors import EXIT_OK, MeasureError
+from specmeter.measuring.errors import EXIT_NOISY_MACHINE, EXIT_OK, MeasureError
 from specmeter.measuring.progress import Reporter, Silent
 from specmeter.report.files import write_json_atomic
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from specmeter.measuring.run import Measurement
 
 __all__ = ["LOAD", "LOAD_QUICK", "SEED_ROI", "DemoOutcome", "LoadPlan", "load_section", "run_demo",
-           "story_checks", "summarize_demo"]  # fmt: skip
+           "story_checks", "strict_exit", "summarize_demo"]  # fmt: skip
 
 # The field report's economics: 2.5x on an instance 1.75x the price gives -30% monthly cost. The volume,
 # throughput and prices are illustrative inputs with that ratio; only ratios matter for the savings share.
@@ -174,8 +174,13 @@ def run_demo(
     store: Path | None = None,
     threads: int | None = None,
     models: Path | None = None,
+    strict: bool = False,
 ) -> DemoOutcome:
-    """Every stage of the demo into ``out``; models from ``models`` (default: the bundled ones)."""
+    """Every stage of the demo into ``out``; models from ``models`` (default: the bundled ones).
+
+    With ``strict``, a busy or unusable machine during any of its runs ends the demo with exit code 4 once
+    everything is written (:func:`strict_exit`), as ``bench --strict`` does for its one run.
+    """
     from specmeter.measuring.tune import run_tune
     from specmeter.workloads import bundled_prompts
 
@@ -249,7 +254,24 @@ def run_demo(
     # How quiet the machine was during each run (the hygiene section of its result).
     summary["machine"] = {name: (r.get("hygiene") or {}).get("verdict") for name, r in runs.items()}
     write_json_atomic(out / "summary.json", summary)
-    return DemoOutcome(summary, EXIT_OK, runs)
+    return DemoOutcome(summary, strict_exit(runs, reporter) if strict else EXIT_OK, runs)
+
+
+def strict_exit(runs: dict[str, dict[str, Any]], reporter: Reporter) -> int:
+    """``--strict``'s exit code for the demo's runs: 4 when the machine was busy or unusable during any of
+    them (said through ``reporter``; everything is written all the same), else 0."""
+    from specmeter.hygiene.verdict import is_flagged
+
+    flagged = [
+        f"{name} ({r['hygiene']['verdict']})" for name, r in runs.items() if is_flagged(r.get("hygiene"))
+    ]
+    if not flagged:
+        return EXIT_OK
+    reporter.warn(
+        f"--strict: the machine was busy or unusable during {', '.join(flagged)}; exit code "
+        f"{EXIT_NOISY_MACHINE} (the results are written, with the verdict in their hygiene section)"
+    )
+    return EXIT_NOISY_MACHINE
 
 
 def load_section(

@@ -6,10 +6,12 @@ end, or with ``complete: false`` when the run is interrupted (Ctrl-C keeps every
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from specmeter.cli import options as opt
 from specmeter.cli.common import RichReporter, console, end, measure_errors, parse_int_list
@@ -43,15 +45,19 @@ def bench(
         options, drafts=list(draft or []), k=parse_int_list(k, "--k"), batch=() if batch is None else (batch,)
     )
     from specmeter.measuring.bench import run_bench
-    from specmeter.report.console import render_result
+    from specmeter.report.console import framed_by_hygiene, render_result_body
 
-    def render(out: dict[str, Any]) -> None:
-        render_result(out, console)
+    @framed_by_hygiene  # the batch table inside the frame: a busy machine's line stays the last one
+    def view(out: Mapping[str, Any], term: Console) -> None:
+        render_result_body(out, term)
         section = (out.get("bench") or {}).get("batch")
         if section:
             from specmeter.selection.console_batch import render_batch_bench
 
-            render_batch_bench(section, console)
+            render_batch_bench(section, term)
+
+    def render(out: dict[str, Any]) -> None:
+        view(out, console)
 
     quiet = options["quiet"]
     with measure_errors():

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from specmeter.cli.common import (
     RichReporter,
@@ -24,6 +25,7 @@ from specmeter.cli.common import (
     measure_errors,
     resolve_store,
 )
+from specmeter.report.console import hygiene_line
 from specmeter.report.fmt import fmt_ci, fmt_num, fmt_pct, fmt_speedup
 
 
@@ -40,6 +42,12 @@ def demo(
         "--models",
         help="Directory with target/ draft-general/ draft-tiny/ draft-legal/ (default: bundled).",
     ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Exit 4 when other processes made the machine busy during any of the demo's runs "
+        "(results still written).",
+    ),
 ) -> None:
     """The field report on bundled models: compat, bench of A/B/C on general and legal, k sweep, where
     speculation stops paying under batching (B = 1, 4, 16 measured, the predicted curve, a schedule), ROI."""
@@ -55,22 +63,30 @@ def demo(
     with measure_errors():
         outcome = run_demo(
             out, RichReporter(), quick=quick, store=stored, threads=threads,
-            models=models,
+            models=models, strict=strict,
         )  # fmt: skip
     if outcome.summary is None:  # interrupted: what was measured is on disk, the reporter said so
         end(outcome.exit_code)
         return
+    print_machine(outcome.runs, console)  # a busy demo's warning frames its summary, as bench's does
     render_summary(outcome.summary, console)
-    for name, r in outcome.runs.items():  # the bottom line of a busy demo: which of its runs to distrust
-        message = (r.get("hygiene") or {}).get("message")
-        if message:
-            console.print(f"[bold yellow]⚠ {escape(name)}: {escape(message)}[/]", soft_wrap=True)
     console.print(
         f"\nEverything is in [bold]{out}/[/]: summary.json, compat.json, general/legal .json .csv .jsonl, "
         "report-general.html, report-legal.html, tune-legal.json, batch-legal-B.json (one per batch size), "
         "load-legal.json, roi.json.",
         soft_wrap=True,
     )
+    print_machine(outcome.runs, console)  # the bottom lines: which of its runs to distrust
+    end(outcome.exit_code)
+
+
+def print_machine(runs: dict[str, dict[str, Any]], console: Console) -> None:
+    """One line per run the machine was busy or unusable during (``report.console.hygiene_line``), named:
+    printed above and below the summary, like ``framed_by_hygiene`` frames one result."""
+    for name, r in runs.items():
+        line = hygiene_line(r)
+        if line is not None:
+            console.print(Text(f"⚠ {name}: {r['hygiene']['message']}", style=line.style), soft_wrap=True)
 
 
 def render_summary(summary: dict[str, Any], console: Console) -> None:

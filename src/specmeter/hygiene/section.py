@@ -55,7 +55,8 @@ def stability_by_candidate(
 
 
 class MachineWatch:
-    """A sampler window that can also be switched off (``--no-hygiene``) without changing the caller."""
+    """A sampler window that can also be switched off (``MeasureConfig.hygiene=False``, ``execute_load(...,
+    hygiene=False)``: library use, no command-line flag) without changing the caller."""
 
     def __init__(self, sampler: MachineSampler | None) -> None:
         self._sampler = sampler

@@ -8,7 +8,7 @@ Percentile intervals; a fixed seed makes every report reproducible.
 
 Below :data:`MIN_CI_REQUESTS` requests no interval is given: a percentile bootstrap over a handful of
 requests is far too narrow (measured coverage of a nominal 95% interval in docs/metrics.md, "Statistics";
-about 0.5 at 2 requests, 0.75 at 3).
+about 0.50 at 2 requests, 0.74 at 3).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["MIN_CI_REQUESTS", "bootstrap_ratio_ci", "paired_speedup_ci"]
 
 # The fewest requests an interval is computed from (docs/metrics.md, "Statistics"): the coverage of a
-# nominal 95% percentile interval was measured at 0.88 with 10 requests and 0.75 with 3.
+# nominal 95% percentile interval was measured at 0.88 with 10 requests and 0.74 with 3.
 MIN_CI_REQUESTS = 10
 
 # Resample in blocks so that a large run (say 10^4 requests) does not allocate n × n_resamples indices

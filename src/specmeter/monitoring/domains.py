@@ -8,7 +8,8 @@ Figures (definitions of docs/metrics.md, summed over the window's requests):
 - α = ΣA / ΣD and τ = 1 + ΣA / ΣS through :func:`specmeter.monitoring.acceptance.acceptance_from_requests`
   (the same code as per-request reports under ``load``); β and per-position rates need step histograms and
   are not formed from logs.
-- tokens/s = Σ tokens / Σ latency (single-stream decode throughput, as ``bench`` reports it).
+- tokens/s = Σ tokens / Σ latency (end-to-end tokens/s, prefill and queueing in the time: ``bench``'s
+  ``tokens_per_s``, not its decode-only ``decode_tokens_per_s``; docs/metrics.md).
 - latency p50/p90/p99.
 
 Intervals: α, τ − 1 and tokens/s are ratios of per-request sums, so their 95 % intervals are bootstrap

@@ -3,7 +3,8 @@
 Prometheus can compute α and τ from vLLM's counters itself (see assets/prometheus/rules.yml); these
 gauges exist for the engines that cannot be queried that way (SGLang gauges, TGI's histogram, llama.cpp)
 and so that one dashboard shows every engine under one set of names. A figure that does not apply in a
-window is removed from the exposition rather than exported as NaN.
+window is removed from the exposition rather than exported as NaN. TGI exports no drafted-token count: its
+α and β assume every draft had k tokens, and ``specmeter_drafted_estimated`` says so (1) beside them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ WINDOW_METRICS: tuple[str, ...] = (
 EXPORTED_METRICS: tuple[str, ...] = (
     *WINDOW_METRICS,
     "specmeter_beta",
+    "specmeter_drafted_estimated",
     "specmeter_per_position_acceptance",
     "specmeter_generation_tokens_per_second",
     "specmeter_drafts_per_second",
@@ -98,7 +100,14 @@ class MonitorExporter(GaugeExporter):
         super().__init__(["target"], "target")
         gauge, counter = self._gauge, self._counter
         self.beta = gauge(
-            "specmeter_beta", "Per-token acceptance probability β = A/(A+R) (full drafts only)."
+            "specmeter_beta",
+            "Per-token acceptance probability β = A/(A+R), where R is known: every draft had k tokens "
+            "(D = S·k), or D was estimated as S·k (TGI: specmeter_drafted_estimated is 1).",
+        )
+        self.estimated = gauge(
+            "specmeter_drafted_estimated",
+            "1 when the target exports no drafted-token count (TGI) and D, α and β are estimated assuming "
+            "every draft had k tokens; 0 when D was measured.",
         )
         self.position = gauge(
             "specmeter_per_position_acceptance",
@@ -128,6 +137,8 @@ class MonitorExporter(GaugeExporter):
         self._set(self.alpha, [target], None if a is None else a.acceptance_rate)
         self._set(self.tau, [target], None if a is None else a.acceptance_length)
         self._set(self.beta, [target], None if a is None else a.beta)
+        estimated = None if a is None or a.acceptance_rate is None else float("drafted_tokens" in a.estimated)
+        self._set(self.estimated, [target], estimated)
         self._set(self.tokens, [target], None if a is None else a.tokens_per_s)
         self._set(self.drafts, [target], None if a is None else a.drafts_per_s)
         rows = (a.per_position if a is not None else None) or []

@@ -18,6 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from specmeter.metrics.latency import BURST_GAP_S, STALL_FACTOR
 from specmeter.metrics.stats import MIN_CI_REQUESTS
 from specmeter.metrics.summary import ACCEPTANCE_DANGER, SPEEDUP_DANGER
 from specmeter.report.fmt import (
@@ -55,12 +56,15 @@ __all__ = [
     "machine_row",
     "print_hygiene",
     "render_result",
+    "render_result_body",
     "stability_lines",
     "verdict",
 ]
 
 DANGER_STYLE = "bold red"
 _MODEL_SPEEDUPS = ("speedup_seed", "speedup_leviathan", "speedup_calibrated")
+# docs/metrics.md "stalls": longer than 3× the request's median rhythm gap, the gaps of at least 1 ms.
+_STALLS_LABEL = f"stalls (> {STALL_FACTOR:g}× median of gaps ≥ {BURST_GAP_S * 1000:g} ms)"
 
 
 def _label(candidate: Mapping[str, Any]) -> str:
@@ -183,7 +187,7 @@ def _summary_rows(s: Any, base: Any) -> list[tuple[str, str, str]]:
         ("gap/chunk p50 / p99", *both("gap_ms")),
         ("gap/token p50 / p99", *both("gap_per_token_ms")),
         ("jitter (gap p99/p50)", _jitter(s), _jitter(base)),
-        ("stalls (> 3× median gap)", _stalls(s), _stalls(base)),
+        (_STALLS_LABEL, _stalls(s), _stalls(base)),
         ("tokens/s end-to-end", *both("tokens_per_s", per_second)),
         ("tokens/s decode", *both("decode_tokens_per_s", per_second)),
         ("weights W_T / W_D", weights, fmt_bytes(dig(base, "weight_bytes", "target"))),
@@ -410,9 +414,9 @@ def framed_by_hygiene(render: Renderer) -> Renderer:
     return framed
 
 
-@framed_by_hygiene
-def render_result(result: Mapping[str, Any], console: Console) -> None:
-    """Print a whole result: header, one table per candidate, the per-category table, the verdict."""
+def render_result_body(result: Mapping[str, Any], console: Console) -> None:
+    """``render_result`` without the machine's frame, for a view that prints more inside it (``bench
+    --batch``'s batch table): frame the whole view with ``framed_by_hygiene`` instead."""
     console.print(_header(result))
     baseline = dig(result, "baseline", "summary")
     candidates = [c for c in result.get("candidates") or [] if isinstance(c, Mapping)]
@@ -439,6 +443,12 @@ def render_result(result: Mapping[str, Any], console: Console) -> None:
     for line in vllm_check_lines(result):
         console.print(line)
     console.print(verdict(result))
+
+
+@framed_by_hygiene
+def render_result(result: Mapping[str, Any], console: Console) -> None:
+    """Print a whole result: header, one table per candidate, the per-category table, the verdict."""
+    render_result_body(result, console)
 
 
 def vllm_check_lines(result: Mapping[str, Any]) -> list[Text]:

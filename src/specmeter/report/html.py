@@ -45,10 +45,12 @@ from specmeter.report.html_charts import (
     Records,
     acceptance_chart,
     candidate_label,
+    estimated_keys,
     gap_chart,
     k_chart,
     memory_chart,
     models_chart,
+    position_definition,
     positions_chart,
     speedup_chart,
     timeline_chart,
@@ -98,9 +100,10 @@ def _candidate_danger(c: Any) -> str:
     return "ok" if dig(c, "summary", "danger_zone") is False else DASH
 
 
-def _alpha(s: Any) -> str:
+def _alpha(s: Any, approx: bool = False) -> str:
     rate = fmt_rate(dig(s, "acceptance_rate"), dig(s, "accepted_tokens"), dig(s, "drafted_tokens"))
-    return with_ci(rate, dig(s, "acceptance_rate_ci"))
+    mark = "≈" if approx and dig(s, "acceptance_rate") is not None else ""
+    return mark + with_ci(rate, dig(s, "acceptance_rate_ci"))
 
 
 def _e_meas(s: Any) -> str:
@@ -136,18 +139,24 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
     base = dig(result, "baseline", "summary")
     if isinstance(base, Mapping):
         rows.append([BASELINE, DASH, DASH, DASH, "1.00×", DASH, *_latency_cells(base), DASH, DASH])
+    notes = []
     for c in result.get("candidates") or []:
         s = c.get("summary") if isinstance(c, Mapping) else None
+        estimated = estimated_keys(c) if isinstance(c, Mapping) else []
+        if estimated:
+            notes.append(f"{candidate_label(c)}: {', '.join(estimated)}")
         models = " / ".join(
             fmt_speedup(dig(s, k)) for k in ("speedup_seed", "speedup_leviathan", "speedup_calibrated")
         )
         beta = with_ci(fmt_num(dig(s, "beta"), 3), dig(s, "beta_ci"))
+        if "beta" in estimated and dig(s, "beta") is not None:
+            beta = "≈" + beta
         tau = with_ci(fmt_num(dig(s, "acceptance_length")), dig(s, "acceptance_length_ci"))
         extra = fmt_bytes(dig(s, "extra_memory_bytes"))
         rows.append(
             [
                 candidate_label(c),
-                _alpha(s),
+                _alpha(s, "acceptance_rate" in estimated),
                 beta,
                 tau,
                 _e_meas(s),
@@ -157,7 +166,28 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
                 _candidate_danger(c),
             ]
         )
-    return table(_CANDIDATE_HEADERS, rows, danger_col=12)
+    note = (
+        "<p class='note'>≈ estimated assuming every draft had k tokens (the server exports no drafted-token "
+        f"count, so D is S·k): {esc('; '.join(notes))}.</p>"
+        if notes
+        else ""
+    )
+    return table(_CANDIDATE_HEADERS, rows, danger_col=12) + note
+
+
+def _positions_note(result: Mapping[str, Any]) -> str:
+    """Says what a server's per-position counters measure, when the chart shows them."""
+    if not any(
+        position_definition(c) == "per_draft" and dig(c, "summary", "per_position")
+        for c in result.get("candidates") or []
+        if isinstance(c, Mapping)
+    ):
+        return ""
+    return (
+        "<p class='note'>Per draft (from the server's counters): V_i = drafts that accepted position i "
+        "÷ all drafts, not P_i (÷ the steps that drafted that far); no server exports how far each draft "
+        "went. V_i ≤ P_i, equal when every draft had k tokens (docs/metrics.md, per-draft rate).</p>"
+    )
 
 
 _LOAD_HEADERS = (
@@ -377,6 +407,7 @@ def render_report(
         _category_table(result) or "",
         "<h2>Per-position acceptance</h2>",
         _figure(positions_chart(result), "No per-position rates in this result."),
+        _positions_note(result),
         "<h2>Speedup: measured against the models</h2>",
         _figure(models_chart(result), "No speedup figures in this result."),
         _figure(k_chart(result), "No speedup-against-k data in this result."),

@@ -33,10 +33,12 @@ from specmeter.report.html_svg import (
 __all__ = [
     "acceptance_chart",
     "candidate_label",
+    "estimated_keys",
     "gap_chart",
     "k_chart",
     "memory_chart",
     "models_chart",
+    "position_definition",
     "positions_chart",
     "speedup_chart",
     "timeline_chart",
@@ -57,6 +59,34 @@ def candidate_label(c: Mapping[str, Any]) -> str:
     return run_label(str(c.get("draft")), int(c.get("k") or 0))
 
 
+def _server_used(c: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The server's acceptance block a ``load`` level's summary took its figures from (None: not a load
+    level, steps rebuilt exactly, or no figures from the server)."""
+    server = c.get("server")
+    if not isinstance(server, Mapping):
+        return None
+    block = {"metrics": server.get("metrics"), "per_request": server.get("per_request")}.get(
+        str(server.get("used") or "")
+    )
+    return block if isinstance(block, Mapping) else None
+
+
+def estimated_keys(c: Mapping[str, Any]) -> list[str]:
+    """Summary keys the server's figures only estimate: TGI exports no drafted-token count, so D, α, R and β
+    assume every draft had k tokens (docs/monitoring.md)."""
+    return [str(k) for k in dig(_server_used(c), "estimated") or []]
+
+
+def position_definition(c: Mapping[str, Any]) -> str:
+    """What a candidate's ``per_position`` rates are: ``"P_i"`` (specmeter's, or counters that show every
+    draft had k tokens) or ``"per_draft"`` (a server's counters ÷ all drafts: V_i, docs/metrics.md)."""
+    summary = c.get("summary")
+    given = dig(summary, "per_position_definition") if isinstance(summary, Mapping) else None
+    if given is None and isinstance(summary, Mapping) and "per_position_definition" not in summary:
+        given = dig(_server_used(c), "per_position_definition")  # a load result written before the key
+    return "per_draft" if given == "per_draft" else "P_i"
+
+
 def _cands(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [c for c in result.get("candidates") or [] if isinstance(c, Mapping)]
 
@@ -69,11 +99,13 @@ def _rows_by_category(result: Mapping[str, Any], value_key: str, ci_key: str, da
     rows = []
     for i, c in enumerate(_cands(result)):
         parts = [("all", c.get("summary")), *sorted((c.get("by_category") or {}).items())]
+        approx = value_key in estimated_keys(c)  # the server's level-wide figure, estimated (TGI's α)
         for category, s in parts:
             value = as_float(dig(s, value_key))
             lo, hi = _ci(s, ci_key)
             color = DANGER_COLOR if value is not None and value < danger else _color(i)
-            rows.append(Row(f"{candidate_label(c)} · {category}", value, lo, hi, color, _text(value, lo, hi)))
+            text = ("≈" if approx and category == "all" and value is not None else "") + _text(value, lo, hi)
+            rows.append(Row(f"{candidate_label(c)} · {category}", value, lo, hi, color, text))
     return rows
 
 
@@ -102,20 +134,31 @@ def speedup_chart(result: Mapping[str, Any]) -> str | None:
 
 
 def positions_chart(result: Mapping[str, Any]) -> str | None:
+    """P_i (solid) and q_i (dashed) per candidate; a ``load`` level read from a server's counters has the
+    per-draft rates V_i and their conditional form instead, and the chart says which it shows."""
     series = []
+    definitions = set()
     for i, c in enumerate(_cands(result)):
         pos = dig(c, "summary", "per_position") or []
         entries = [p for p in pos if isinstance(p, Mapping) and as_float(p.get("position")) is not None]
         if not entries:
             continue
+        definition = position_definition(c)
+        definitions.add(definition)
+        name = "V_i (per draft)" if definition == "per_draft" else "cumulative"
         cum = [(float(p["position"]), as_float(p.get("cumulative"))) for p in entries]
         cond = [(float(p["position"]), as_float(p.get("conditional"))) for p in entries]
-        series.append(Series(f"{candidate_label(c)} cumulative", cum, _color(i)))
+        series.append(Series(f"{candidate_label(c)} {name}", cum, _color(i)))
         series.append(Series(f"{candidate_label(c)} conditional", cond, _color(i), dashed=True, legend=False))
     if not series:
         return None
-    return line_chart("positions", "Per-position acceptance (solid: P_i, dashed: conditional q_i)",
-                      series, x_label="draft position", y_label="acceptance",
+    if definitions == {"per_draft"}:
+        title = "Per-draft acceptance from the server's counters (solid: V_i, dashed: conditional)"
+    elif "per_draft" in definitions:
+        title = "Per-position acceptance (solid: P_i, or V_i where marked per draft; dashed: conditional)"
+    else:
+        title = "Per-position acceptance (solid: P_i, dashed: conditional q_i)"
+    return line_chart("positions", title, series, x_label="draft position", y_label="acceptance",
                       y_domain=(0.0, 1.0))  # fmt: skip
 
 

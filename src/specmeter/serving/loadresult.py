@@ -47,6 +47,7 @@ _FROM_SERVER = (
     "acceptance_length",
     "beta",
     "per_position",
+    "per_position_definition",  # "per_draft": the rates are V_i, not P_i (docs/metrics.md); the HTML says so
 )
 
 
@@ -120,6 +121,7 @@ def _load_block(role: RoleResult) -> dict[str, Any]:
         "server_kind": role.endpoint.kind,
         "wall_s": role.wall_s,
         "effective_concurrency": effective_concurrency(role),
+        "server_queue": role.readings.queue_summary(role.endpoint),  # the server's running/waiting
         "client_cpu": role.client_cpu_s / role.wall_s if role.wall_s > 0 else None,
         "requests_sent": len(outcomes),
         "completed": len(ok),

@@ -1,8 +1,8 @@
 """One whole ``load`` run: resolve the endpoints, warm up, every level, with results written as they arrive.
 
 The machine is watched from the first level to the last (``specmeter.hygiene``): other processes' CPU on
-the client's machine, a local server's processes counted as part of the measurement; the result gets a
-``hygiene`` section with the verdict.
+the client's machine, a local server's processes and the client's worker processes (``--client-processes``)
+counted as part of the measurement; the result gets a ``hygiene`` section with the verdict.
 
 Per-request rows go to the CSV/JSONL sinks the moment each request ends; the result JSON is rewritten
 after every level. When the run is interrupted (Ctrl-C cancels the task), the level in progress is
@@ -27,6 +27,7 @@ from specmeter.serving.loadconfig import LoadConfig, Phase, Role
 from specmeter.serving.loadlevel import LevelRunner, PhaseResult, new_phase
 from specmeter.serving.loadreadings import endpoints_for, resolve
 from specmeter.serving.loadresult import add_level, level_entry
+from specmeter.serving.loadworkers import WorkerStreams
 
 __all__ = ["execute_load"]
 
@@ -81,7 +82,10 @@ async def execute_load(
             for ep in endpoints:
                 await runner.warmup(ep)
             if hygiene:
-                watch = MachineWatch.start(extra_pids=local_server_pids([ep.url for ep in endpoints]))
+                # The client's worker processes started before the window: the sampler would call them
+                # "other processes" (children older than the window are someone else's) unless named here.
+                own = runner.streams.pids() if isinstance(runner.streams, WorkerStreams) else ()
+                watch = MachineWatch.start(extra_pids=local_server_pids([ep.url for ep in endpoints]) + own)
             for phase in cfg.phases:
                 if on_phase is not None:
                     on_phase(phase)

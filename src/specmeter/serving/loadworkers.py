@@ -204,6 +204,10 @@ class WorkerStreams:
         finally:
             self._pending.pop(rid, None)
 
+    def pids(self) -> tuple[int, ...]:
+        """The worker processes' PIDs (empty before ``start``): the machine watch counts them as own."""
+        return tuple(proc.pid for proc in self._procs if proc.pid is not None)
+
     def cpu_seconds(self) -> float:
         """CPU seconds the workers have used so far (Linux /proc; 0 where it cannot be read)."""
         total = 0.0
