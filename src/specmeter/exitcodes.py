@@ -67,8 +67,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_FAILED, "no usable record in the logs", ("golden",)),
     ExitCode(
         EXIT_FAILED,
-        "a configuration failed (did not start, never became healthy, died mid-level), or the baseline "
-        "could not be measured; what was measured is written",
+        "a configuration failed (did not start, never became healthy, died mid-level, none of its "
+        "requests completed), a level none of whose requests completed, the baseline could not be "
+        "measured, or more failed requests than --max-error-rate; what was measured is written",
         ("sweep",),
     ),
     ExitCode(EXIT_FAILED, "runs delete: not confirmed", ("runs",)),

@@ -77,7 +77,7 @@ def test_failing_configurations_one_line_each_measured_kept_nothing_left(tmp_pat
     result = invoke(
         "--launch", f"{sys.executable} {STUB} --port {{port}} --k {{k}} --pids {pids}", "--k", "0,1,2,3",
         "--concurrency", "1,2", "--prompts", prompts(tmp_path, 4), "--limit", "4", "--warmup", "0",
-        "--max-tokens", "4", "--startup-timeout", "8", "--stop-timeout", "2", "--json", out, "--quiet",
+        "--max-tokens", "4", "--startup-timeout", "4", "--stop-timeout", "2", "--json", out, "--quiet",
     )  # fmt: skip
     assert "Traceback" not in result.output
     assert result.exit_code == 1, result.output
@@ -85,7 +85,7 @@ def test_failing_configurations_one_line_each_measured_kept_nothing_left(tmp_pat
     assert len(errors) == 3, errors
     died, unhealthy, refused = errors
     assert died.startswith("error: k=1: the server exited with code 1 during level")
-    assert unhealthy.startswith("error: k=2: not healthy after 8s") and "HTTP 503" in unhealthy
+    assert unhealthy.startswith("error: k=2: not healthy after 4s") and "HTTP 503" in unhealthy
     assert refused.startswith("error: k=3: the server exited with code 3 before it was healthy")
     assert "refusing to start with k=3" in refused
     data = json.loads(out.read_text())
@@ -249,3 +249,91 @@ def test_ctrl_c_stops_the_server_keeps_the_levels_and_exits_130(tmp_path: Path) 
     assert cells["c=2"]["complete"] is False  # the level in flight, summarised from what finished
     assert gone(run["pid"])
     assert all(gone(int(f.read_text())) for f in tmp_path.glob("child-*"))
+
+
+def _stub(tmp_path: Path, *fail: str) -> str:
+    return f"{sys.executable} {STUB} --port {{port}} --k {{k}} --pids {tmp_path}" + "".join(
+        f" --fail {f}" for f in fail
+    )
+
+
+def test_a_baseline_answering_only_http_500_measures_nothing_exits_1_and_writes_no_schedule(
+    tmp_path: Path,
+) -> None:
+    out, schedule = tmp_path / "sweep.json", tmp_path / "schedule.json"
+    result = invoke(
+        "--launch", _stub(tmp_path, "0:0", "4:0"), "--k", "0,4", "--concurrency", "1,2", "--prompts",
+        prompts(tmp_path, 2), "--limit", "2", "--warmup", "0", "--max-tokens", "4", "--stop-timeout", "2",
+        "--json", out, "--schedule-out", schedule, "--quiet",
+    )  # fmt: skip
+    assert "Traceback" not in result.output
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: the baseline could not be measured, so nothing can be compared: k=0: none of the 4 requests "
+        "completed at any level (first failure: HTTP 500: internal error)"
+    ]
+    assert not schedule.exists()
+    section = json.loads(out.read_text())["sweep"]
+    assert [c["status"] for c in section["configurations"]] == ["failed"]  # k=4 never started
+    assert section["best"] == [] and section["schedule"] is None
+    # Nothing measured: no empty partial run is left in the store.
+    with sqlite3.connect(os.environ["SPECMETER_STORE"]) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)
+
+
+def test_failed_configurations_and_cells_are_one_line_each_and_never_the_best_k(tmp_path: Path) -> None:
+    # k=4 answers its first 2 requests (level c=1) and 500 to the rest (c=2); k=5 answers 500 to all;
+    # the baseline its 4th (at c=2): 7 of the 12 requests sent failed.
+    out, schedule = tmp_path / "sweep.json", tmp_path / "schedule.json"
+    result = invoke(
+        "--launch", _stub(tmp_path, "0:3", "4:2", "5:0"), "--k", "0,4,5", "--concurrency", "1,2",
+        "--prompts", prompts(tmp_path, 2), "--limit", "2", "--warmup", "0", "--max-tokens", "4",
+        "--stop-timeout", "2", "--no-rerun-baseline", "--json", out, "--schedule-out", schedule, "--quiet",
+        "--max-error-rate", "0.8",
+    )  # fmt: skip
+    assert "Traceback" not in result.output
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: k=4 at c=2: none of the 2 requests completed (first failure: HTTP 500: internal error)",
+        "error: k=5: none of the 4 requests completed at any level (first failure: HTTP 500: internal error)",
+    ]
+    section = json.loads(out.read_text())["sweep"]
+    runs = {c["run"]: c["status"] for c in section["configurations"]}
+    assert runs == {"k=0": "ok", "k=4": "ok", "k=5": "failed"}
+    cells = {(c["run"], c["level"]): c for c in section["cells"]}
+    assert cells[("k=4", "c=2")]["error"] == errors[0].removeprefix("error: ")
+    assert cells[("k=4", "c=2")]["e"] is None and cells[("k=5", "c=1")]["e"] is None
+    assert cells[("k=4", "c=1")]["error"] is None and cells[("k=4", "c=1")]["e"] is not None
+    # Only c=1 measured a speculative cell: c=2 has no best k (not k=0 by default), k=5 is never a candidate.
+    assert [(b["level"], b["k"] in (0, 4)) for b in section["best"]] == [("c=1", True)]
+    assert section["crossover"] in (None, "c=1")
+    assert json.loads(schedule.read_text()) == section["schedule"]["speculative_config"]
+    # What --max-error-rate judges (under 0.8: no line of its own; the rule: the next test).
+    assert section["requests"] == {"sent": 12, "completed": 5, "failed": 7, "errors": {"HTTP 500": 7}}
+
+
+def test_client_processes_and_max_error_rate_options(tmp_path: Path, monkeypatch: Any) -> None:
+    import specmeter.serving.sweeprun as sweeprun
+
+    seen: list[Any] = []
+
+    async def fake(cfg: Any, **kwargs: Any) -> tuple[dict[str, Any], None]:
+        seen.append(cfg)
+        return {"sweep": {"requests": {"sent": 4, "failed": 1, "errors": {"HTTP 500": 1}}}}, None
+
+    monkeypatch.setattr(sweeprun, "execute_sweep", fake)
+    p = prompts(tmp_path, 2)
+    base = ["--endpoint", "0=http://127.0.0.1:9", "--endpoint", "2=http://127.0.0.1:9", "--prompts", str(p),
+            "--no-store", "--quiet"]  # fmt: skip
+    result = invoke(*base, "--client-processes", "3", "--max-error-rate", "0.25")
+    assert result.exit_code == 0, result.output
+    assert seen[-1].load.client_processes == 3
+    result = invoke(*base, "--max-error-rate", "0.2")  # 1 of 4 failed
+    assert result.exit_code == 1
+    assert "error: --max-error-rate 0.2: 1 of 4 requests failed (25.0%: HTTP 500 ×1)" in result.stderr
+    assert seen[-1].load.client_processes == 1
+    assert_usage_error(invoke(*base, "--client-processes", "0"), "--client-processes")
+    assert_usage_error(invoke(*base, "--client-processes", "65"), "--client-processes")
+    assert_usage_error(invoke(*base, "--max-error-rate", "1.5"), "--max-error-rate")

@@ -8,6 +8,9 @@
 - k = 3: prints one line and exits with code 3 before listening;
 - k = 4: well-behaved, like k = 0 without the child.
 
+``--fail K:N`` (repeatable): the configuration with draft length K answers HTTP 500 to every completion
+request after its N-th (``K:0``: to all of them), as a server that is up but broken does.
+
 Capacity without timing: k = 0 answers HTTP 503 to a request arriving while 3 are already in flight, k = 4
 while 6 are, so an SLO (failed requests never meet one) is met at concurrency ≤ 3 and ≤ 6 respectively.
 """
@@ -39,7 +42,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--k", type=int, required=True)
     parser.add_argument("--pids", type=Path, required=True)
+    parser.add_argument("--fail", action="append", default=[])
     args = parser.parse_args()
+    fail_after = {int(k): int(n) for k, _, n in (f.partition(":") for f in args.fail)}.get(args.k)
     if args.k == 3:
         print("stub: refusing to start with k=3 (unsupported draft length)", flush=True)
         sys.exit(3)
@@ -60,6 +65,8 @@ def main() -> None:
     async def completions(request: Request) -> Response:
         nonlocal served, in_flight
         served += 1
+        if fail_after is not None and served > fail_after:
+            return JSONResponse({"error": {"message": "internal error"}}, status_code=500)
         dying = args.k == 1 and served > 3
         if in_flight >= room:
             return JSONResponse({"error": {"message": "busy"}}, status_code=503)

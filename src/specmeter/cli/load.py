@@ -31,6 +31,7 @@ from specmeter.cli.common import (
     parse_option,
 )
 from specmeter.exitcodes import EXIT_FAILED
+from specmeter.measuring.config import K_MAX_LIMIT
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 
@@ -69,13 +70,10 @@ def _check_failures(result: dict[str, Any], endpoint: str, max_error_rate: float
     for b in blocks:
         errors.update(b.get("errors") or {})
     first = next((f.get("error") for b in blocks for f in b.get("failures") or [] if f.get("error")), None)
-    causes = ", ".join(f"{kind} ×{n}" for kind, n in errors.most_common(3))
     if sent == 0 or failed == sent:
         fail(f"nothing measured: none of the {sent} request(s) to {endpoint} completed"
              + (f" (first failure: {first})" if first else ""), code=EXIT_FAILED)  # fmt: skip
-    if max_error_rate is not None and failed / sent > max_error_rate:
-        fail(f"--max-error-rate {max_error_rate:g}: {failed} of {sent} requests failed ({failed / sent:.1%}: "
-             f"{causes})", code=EXIT_FAILED)  # fmt: skip
+    lo.check_failures(sent, failed, errors, max_error_rate)
 
 
 def _extra_body(value: str | None) -> dict[str, Any]:
@@ -157,12 +155,7 @@ def load(
     extra_body: str | None = typer.Option(None, "--extra-body", help="JSON merged into every request body."),
     stall_timeout: lo.StallTimeout = lo.STALL_TIMEOUT,
     request_timeout: lo.RequestTimeout = None,
-    client_processes: int = typer.Option(
-        1,
-        "--client-processes",
-        help="Worker processes that read the streams, each stamping arrivals on its own event loop "
-        "(TTFT stays exact with many streams open; costs their CPU).",
-    ),
+    client_processes: lo.ClientProcesses = lo.CLIENT_PROCESSES,
     blocks: int | None = typer.Option(
         None, "--blocks", help="Alternation blocks per level (default: automatic)."
     ),
@@ -174,12 +167,7 @@ def load(
     strict: bool = typer.Option(
         False, "--strict", help="Exit 4 when other processes made this machine busy during the run."
     ),
-    max_error_rate: float | None = typer.Option(
-        None,
-        "--max-error-rate",
-        help="Exit 1 when more than this share of the requests sent (0 to 1, over every level and both "
-        "endpoints) failed. Without it, load exits 1 only when no request completed.",
-    ),
+    max_error_rate: lo.MaxErrorRate = None,
 ) -> None:
     """Load-test an OpenAI or Anthropic Messages API server: latency, acceptance, E_meas per load level."""
     from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
@@ -207,27 +195,28 @@ def load(
         fail(f"--chunk-counts: {chunk_counts!r} is not one of {', '.join(CHUNK_COUNTS)}")
     if server not in SERVER_CHOICES:
         fail(f"--server: {server!r} is not one of {', '.join(SERVER_CHOICES)}")
-    if not 1 <= client_processes <= 64:
-        fail(f"--client-processes must be between 1 and 64, got {client_processes}")
-    check_range("--k", k, low=1)
+    check_range("--k", k, low=1, high=K_MAX_LIMIT)
     check_range("--blocks", blocks, low=1)
     timeouts = {
         "--duration": duration,
         "--stall-timeout": stall_timeout,
         "--request-timeout": request_timeout,
     }
-    lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts)
+    lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts,
+                    client_processes=client_processes, max_error_rate=max_error_rate)  # fmt: skip
     if limit is not None and duration is not None:
         fail("--limit and --duration both bound a level; give one of them")
     from specmeter.metrics.slo import SLO, SLOError
 
     slo_spec = parse_option(functools.partial(SLO.parse, option="--slo"), slo, SLOError)
-    check_range("--max-error-rate", max_error_rate, low=0, high=1)
     check_seed("--seed", seed)
     for name, url in (("--endpoint", endpoint), ("--baseline", baseline)):
         if url is not None and not url.startswith(("http://", "https://")):
             fail(f"{name}: {url!r} is not an http(s) URL")
-    check_outputs({"--json": json_out, "--csv": csv_out, "--log": log_out}, {"--prompts": prompts})
+    check_outputs(
+        {"--json": json_out, "--csv": csv_out, "--log": log_out},
+        {"--prompts": prompts, "--trace": trace, "--tokenizer": tokenizer},
+    )
     try:
         workload = load_workload(prompts)
     except WorkloadError as e:

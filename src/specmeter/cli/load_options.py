@@ -7,28 +7,34 @@ them equal; the CLI does not import the config at start-up, to keep ``specmeter 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from specmeter.cli.common import check_range, parse_float_list, parse_int_list
+from specmeter.cli.common import check_range, fail, parse_float_list, parse_int_list
+from specmeter.exitcodes import EXIT_FAILED
 
 if TYPE_CHECKING:
     from specmeter.serving.loadconfig import Phase
 
 __all__ = [
+    "CLIENT_PROCESSES",
+    "MAX_CLIENT_PROCESSES",
     "MAX_SECONDS",
     "MAX_TOKENS",
     "STALL_TIMEOUT",
     "TOP_P",
     "WARMUP",
     "ApiKey",
+    "ClientProcesses",
     "CsvOut",
     "JsonOut",
     "Limit",
     "LogOut",
+    "MaxErrorRate",
     "MaxTokens",
     "Model",
     "Prompts",
@@ -39,11 +45,13 @@ __all__ = [
     "TopP",
     "Warmup",
     "check_client",
+    "check_failures",
     "levels",
     "levels_config",
 ]
 
-WARMUP, MAX_TOKENS, TOP_P, STALL_TIMEOUT = 2, 128, 1.0, 60.0  # LoadConfig's
+WARMUP, MAX_TOKENS, TOP_P, STALL_TIMEOUT, CLIENT_PROCESSES = 2, 128, 1.0, 60.0, 1  # LoadConfig's
+MAX_CLIENT_PROCESSES = 64
 MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
 
 Prompts = Annotated[
@@ -68,6 +76,22 @@ StallTimeout = Annotated[
 RequestTimeout = Annotated[
     float | None, typer.Option("--request-timeout", help="Seconds per request, overall.")
 ]
+ClientProcesses = Annotated[
+    int,
+    typer.Option(
+        "--client-processes",
+        help="Worker processes that read the streams, each stamping arrivals on its own event loop "
+        "(TTFT stays exact with many streams open; costs their CPU).",
+    ),
+]
+MaxErrorRate = Annotated[
+    float | None,
+    typer.Option(
+        "--max-error-rate",
+        help="Exit 1 when more than this share of the requests sent (0 to 1, over every level and every "
+        "server) failed.",
+    ),
+]
 Slo = Annotated[
     str | None,
     typer.Option(
@@ -85,7 +109,14 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no t
 
 
 def check_client(
-    *, limit: int | None, warmup: int, max_tokens: int, top_p: float, timeouts: dict[str, float | None]
+    *,
+    limit: int | None,
+    warmup: int,
+    max_tokens: int,
+    top_p: float,
+    timeouts: dict[str, float | None],
+    client_processes: int = CLIENT_PROCESSES,
+    max_error_rate: float | None = None,
 ) -> None:
     """The shared options' ranges (and the command's ``timeouts``, by option): one ``error:`` line each."""
     check_range("--limit", limit, low=1)
@@ -94,6 +125,19 @@ def check_client(
     check_range("--top-p", top_p, low=0, low_open=True, high=1)
     for name, seconds in timeouts.items():
         check_range(name, seconds, low=0, low_open=True, high=MAX_SECONDS)
+    if not 1 <= client_processes <= MAX_CLIENT_PROCESSES:
+        fail(f"--client-processes must be between 1 and {MAX_CLIENT_PROCESSES}, got {client_processes}")
+    check_range("--max-error-rate", max_error_rate, low=0, high=1)
+
+
+def check_failures(sent: int, failed: int, errors: Mapping[str, int], max_error_rate: float | None) -> None:
+    """``--max-error-rate``: exit 1 (one line) when more than that share of the ``sent`` requests failed;
+    ``errors`` counts the failures by kind (the three commonest are named)."""
+    if max_error_rate is None or sent == 0 or failed / sent <= max_error_rate:
+        return
+    causes = ", ".join(f"{kind} ×{n}" for kind, n in Counter(errors).most_common(3))
+    fail(f"--max-error-rate {max_error_rate:g}: {failed} of {sent} requests failed ({failed / sent:.1%}: "
+         f"{causes})", code=EXIT_FAILED)  # fmt: skip
 
 
 def levels(concurrency: str | None, rate: str | None) -> list[Phase]:

@@ -132,6 +132,7 @@ def sweep(
     stop_timeout: float = typer.Option(20.0, "--stop-timeout", help="Seconds between SIGTERM and SIGKILL."),
     stall_timeout: lo.StallTimeout = lo.STALL_TIMEOUT,
     request_timeout: lo.RequestTimeout = None,
+    client_processes: lo.ClientProcesses = lo.CLIENT_PROCESSES,
     logs_dir: Path | None = typer.Option(
         None, "--logs", help="Directory for the servers' output (default: beside --json, else a temp dir)."
     ),
@@ -166,6 +167,7 @@ def sweep(
         None, "--store", help="Run store (default: $SPECMETER_STORE or data dir)."
     ),
     no_store: bool = typer.Option(False, "--no-store", help="Do not record the sweep in the run store."),
+    max_error_rate: lo.MaxErrorRate = None,
 ) -> None:
     """Sweep real servers over k × load level: E_meas with drift, α/τ from the server, best k, schedule."""
     from specmeter.serving.launch import LaunchError, check_template
@@ -182,7 +184,8 @@ def sweep(
     check_range("--temperature", temperature, low=0, high=2)
     timeouts = {"--startup-timeout": startup_timeout, "--stop-timeout": stop_timeout,
                 "--stall-timeout": stall_timeout, "--request-timeout": request_timeout}  # fmt: skip
-    lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts)
+    lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts,
+                    client_processes=client_processes, max_error_rate=max_error_rate)  # fmt: skip
     configs: list[ServerConfig] = []
     try:
         if launch is not None:
@@ -219,13 +222,13 @@ def sweep(
     stored = resolve_store(store, no_store)
     outputs = {"--json": json_out, "--csv": csv_out, "--log": log_out, "--schedule-out": schedule_out,
                "--store": stored}  # fmt: skip
-    check_outputs(outputs, {"--prompts": prompts}, directories={"--logs": logs_dir})
+    # --draft is a name a launch template fills in; when it names a local model directory it is an input too.
+    inputs = {"--prompts": prompts, "--draft": Path(draft) if draft and Path(draft).exists() else None}
+    check_outputs(outputs, inputs, directories={"--logs": logs_dir})
     if logs_dir is None and json_out is not None:
         # The default beside --json, checked once --json itself passed (a bad --json is one error, not two).
         logs_dir = json_out.with_name(json_out.stem + "-logs")
-        check_outputs(
-            outputs, {"--prompts": prompts}, directories={"--logs (default, beside --json)": logs_dir}
-        )
+        check_outputs(outputs, inputs, directories={"--logs (default, beside --json)": logs_dir})
     elif logs_dir is None:
         logs_dir = Path(tempfile.mkdtemp(prefix="specmeter-sweep-"))  # only once every output passed
     try:
@@ -248,6 +251,7 @@ def sweep(
         api_key=api_key,
         stall_timeout=stall_timeout,
         request_timeout=request_timeout,
+        client_processes=client_processes,
     )
     cfg = SweepConfig(
         load=load,
@@ -283,6 +287,8 @@ def sweep(
         "model": model,
         "api": api,
         "startup_timeout": startup_timeout,
+        "client_processes": client_processes,
+        "max_error_rate": max_error_rate,
         "rerun_baseline": not no_rerun,
         "validate": validate,
         "logs": str(logs_dir),
@@ -297,14 +303,14 @@ def sweep(
             "max_steps": search_settings.max_steps,
         },
     }
-    code = _run(cfg, config, json_out, csv_out, log_out, schedule_out, quiet, stored)
+    code = _run(cfg, config, json_out, csv_out, log_out, schedule_out, quiet, stored, max_error_rate)
     if code:
         raise typer.Exit(code)
 
 
 def _run(
     cfg: Any, config: dict[str, Any], json_out: Path | None, csv_out: Path | None, log_out: Path | None,
-    schedule_out: Path | None, quiet: bool, store: Path | None,
+    schedule_out: Path | None, quiet: bool, store: Path | None, max_error_rate: float | None = None,
 ) -> int:  # fmt: skip
     from specmeter.report.files import write_json_atomic
     from specmeter.serving.launch import sigterm_as_interrupt
@@ -345,9 +351,18 @@ def _run(
     schedule = section.get("schedule")
     if schedule_out is not None and schedule:
         write_json_atomic(schedule_out, schedule["speculative_config"])
+    elif schedule_out is not None:
+        err_console.print(
+            f"[yellow]--schedule-out: {escape(str(schedule_out))} not written: no schedule (it needs "
+            "concurrency levels at which a best k was measured)[/]",
+            soft_wrap=True,
+        )
     failures = section.get("failures") or []
-    if failures:
-        for line in failures:
-            err_console.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
-        return EXIT_FAILED
-    return 0
+    for line in failures:
+        err_console.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
+    requests = section.get("requests") or {}
+    lo.check_failures(
+        int(requests.get("sent") or 0), int(requests.get("failed") or 0), requests.get("errors") or {},
+        max_error_rate,
+    )  # fmt: skip
+    return EXIT_FAILED if failures else 0

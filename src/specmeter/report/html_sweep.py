@@ -74,7 +74,8 @@ def sweep_section(result: Mapping[str, Any]) -> list[str]:
     if isinstance(validate, Mapping):
         rows = [
             [str(r.get("level")), str(r.get("k_scheduled")), estimate(r.get("e"), r.get("e_ci")),
-             DASH if r.get("best_static_k") is None else f"k={r.get('best_static_k')}",
+             DASH if r.get("best_static_k") is None else f"k={r.get('best_static_k')}"
+             + (" (interpolated)" if r.get("best_static_interpolated") else ""),
              estimate(r.get("best_static_e"), r.get("best_static_e_ci")),
              "below" if r.get("below_best_static") else ""]
             for r in validate.get("levels") or [] if isinstance(r, Mapping)

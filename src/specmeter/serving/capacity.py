@@ -2,9 +2,9 @@
 
 :func:`search_capacity` knows nothing about servers: it takes ``run_level(load) -> Attainment`` (or a bare
 share), which runs one level — a concurrency or a request rate — against whatever is serving and judges
-its requests (:func:`specmeter.metrics.slo.attainment`). ``load --search`` passes one that runs a load
-level against the endpoint; ``sweep`` passes one per server configuration (baseline and speculative), so
-"speculation moves SLO capacity from N to M" is two calls.
+its requests (:func:`specmeter.metrics.slo.attainment`). ``sweep --search`` is its caller: it passes one
+per server configuration (baseline and speculative) that runs a level on that configuration's own server
+(``serving.sweepcapacity.make_search``), so "speculation moves SLO capacity from N to M" is two calls.
 
 Attainment is assumed to fall as load rises (docs/metrics.md, "capacity"). The search measures the lower
 bound, then the upper bound, then bisects between the highest passing and the lowest failing load until the

@@ -13,17 +13,23 @@ percentiles and stalls are exactly those of ``load``. The sweep adds:
 - **Counters per cell.** The server's /metrics counter deltas around the cell (drafted, accepted) beside the
   sums of its per-request reports; on a server that served nothing else they are equal
   (``counters_equal``).
-- **Best k per level** (k = 0 included: its E is 1 by definition), and the schedule that follows
-  (``engine.schedule.KSchedule.from_best`` over the concurrency levels), as vLLM's
+- **Failures.** A cell (or another run's level) none of whose requests completed is one line in
+  ``failures`` (``k=4 at c=16: none of the 8 requests completed (first failure: …)``) beside the
+  configurations' own; such a cell has no E and is never a candidate for the best k.
+- **Best k per level** (k = 0 included: its E is 1 by definition), over the levels where at least one
+  speculative cell has an E (a level where nothing could be compared has no best k), and the schedule
+  that follows (``engine.schedule.KSchedule.from_best`` over the concurrency levels), as vLLM's
   ``num_speculative_tokens_per_batch_size`` and as ``serve --k-schedule``.
 - **Validation** (``--validate``): the schedule's own server at each level of a ramp across its switch
-  points, against the best static k measured at that level.
+  points, against the best static k measured at that level; at a switch point between two grid levels,
+  against the best static k interpolated between them (``best_static_interpolated``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,9 +40,16 @@ from specmeter.serving.loadlevel import PhaseResult, RoleResult
 from specmeter.serving.loadresult import level_entry
 from specmeter.serving.sweepcapacity import capacity_section, level_slo
 from specmeter.serving.sweepconfig import BASELINE_NAME, SweepConfig
-from specmeter.serving.sweeprun import END, ConfigRun, SweepRun
+from specmeter.serving.sweeprun import END, ConfigRun, SweepRun, none_completed
 
-__all__ = ["SweepView", "below_best_static", "build_view", "combine_drift", "schedule_from_section"]
+__all__ = [
+    "SweepView",
+    "below_best_static",
+    "build_view",
+    "combine_drift",
+    "interpolated_static",
+    "schedule_from_section",
+]
 
 
 @dataclass
@@ -113,6 +126,43 @@ def _entry(run: ConfigRun, label: str, baseline: RoleResult | None, cfg: SweepCo
     return entry
 
 
+def _level_error(run: ConfigRun, label: str) -> str | None:
+    """``k=4 at c=16: none of the 8 requests completed (…)`` for a level that measured nothing."""
+    line = none_completed(run.levels[label].outcomes)
+    return None if line is None else f"{run.run} at {label}: {line}"
+
+
+def _failures(state: SweepRun) -> list[str]:
+    """One line per failed configuration, then per level none of whose requests completed — except the
+    levels a configuration's own line already names (the level it died in; every level, when its
+    requests all failed)."""
+    out = []
+    for run in state.runs:
+        if run.error:
+            out.append(run.error)
+            if not run.measured():
+                continue
+        last = run.phases[-1].label if run.phases else None
+        for label in run.levels:
+            line = _level_error(run, label)
+            if line is not None and not (run.status == "failed" and label == last):
+                out.append(line)
+    return out
+
+
+def _requests(state: SweepRun) -> dict[str, Any]:
+    """Every request the sweep sent (grid, search, validation, both baseline runs): ``--max-error-rate``."""
+    outcomes = [o for run in state.runs for o in run.outcomes()]
+    failed = [o for o in outcomes if not o.ok]
+    errors = Counter((o.error or "unknown").split(":")[0] for o in failed)
+    return {
+        "sent": len(outcomes),
+        "completed": len(outcomes) - len(failed),
+        "failed": len(failed),
+        "errors": dict(errors.most_common()),
+    }
+
+
 def _cell(entry: Mapping[str, Any], e_end: tuple[float | None, list[float] | None] | None) -> dict[str, Any]:
     s = entry["summary"]
     load = entry["load"]
@@ -157,20 +207,25 @@ def _label(entry: Mapping[str, Any]) -> str:
 
 
 def _best(cells: Sequence[Mapping[str, Any]], levels: Sequence[str]) -> list[dict[str, Any]]:
-    """The best k per level: the highest E, k = 0 (E = 1) when no speculative cell beats it."""
+    """The best k per level: the highest E, k = 0 (E = 1) when no speculative cell beats it. A level where
+    no speculative cell has an E (its requests, or the baseline's, all failed) has none: nothing there says
+    which k is best, so it is left out (and out of the schedule)."""
     out = []
     for level in levels:
         candidates = [
-            c for c in cells if c["level"] == level and c["e"] is not None and c["run"].startswith("k=")
+            c
+            for c in cells
+            if c["level"] == level and c["e"] is not None and not c.get("error") and c["run"].startswith("k=")
         ]
-        best = max(candidates, key=lambda c: c["e"], default=None)
-        if best is None or best["e"] <= 1.0:
+        if not candidates:
+            continue
+        best = max(candidates, key=lambda c: c["e"])
+        if best["e"] <= 1.0:
             pick = {
                 "k": 0,
                 "e": 1.0,
                 "e_ci": None,
-                "sure": bool(candidates)
-                and all(c["e_ci"] is not None and c["e_ci"][1] < 1.0 for c in candidates),
+                "sure": all(c["e_ci"] is not None and c["e_ci"][1] < 1.0 for c in candidates),
             }
         else:
             others = [c for c in candidates if c is not best]
@@ -247,6 +302,9 @@ def build_view(cfg: SweepConfig, state: SweepRun) -> SweepView:
                 s = _entry(run, label, end.levels[label], cfg)["summary"]
                 e_end = (_num(s.get("speedup_measured")), s.get("speedup_measured_ci"))
             cell = _cell(entry, e_end)
+            cell["error"] = _level_error(run, label)
+            if cell["error"] is not None:  # nothing measured: no E, whatever a baseline run says
+                cell["e"] = cell["e_ci"] = None
             if cfg.slo is not None:
                 cell["slo"] = level_slo(cfg.slo, run.levels[label])
             cells.append(cell)
@@ -261,7 +319,8 @@ def build_view(cfg: SweepConfig, state: SweepRun) -> SweepView:
     section: dict[str, Any] = {
         "levels": levels,
         "configurations": [r.describe() for r in state.runs],
-        "failures": [r.error for r in state.runs if r.error],
+        "failures": _failures(state),
+        "requests": _requests(state),
         "cells": cells,
         "best": best,
         "crossover": next((b["level"] for b in best if b["k"] == 0), None),
@@ -287,6 +346,52 @@ def below_best_static(ci: Sequence[float] | None, static: Mapping[str, Any] | No
     return bool(ci is not None and ci[1] < floor)
 
 
+def _lerp(a: float, b: float, w: float) -> float:
+    return a + (b - a) * w
+
+
+def interpolated_static(
+    concurrency: int, cells: Sequence[Mapping[str, Any]], best: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """The best static k at a concurrency between two measured grid levels (a schedule's switch point).
+
+    The bracketing levels are the nearest measured ones below and above (those with a best k). Each static
+    k measured at both has its E and interval bounds interpolated linearly in the concurrency; the best is
+    the highest E, k = 0 (E = 1, no interval) when none beats it, as at a grid level. An interval missing at
+    either end leaves that k's interval missing. None outside the measured levels' span.
+    """
+    measured = sorted(
+        (int(b["concurrency"]), str(b["level"])) for b in best if isinstance(b.get("concurrency"), int)
+    )
+    lower = max((m for m in measured if m[0] < concurrency), default=None)
+    upper = min((m for m in measured if m[0] > concurrency), default=None)
+    if lower is None or upper is None:
+        return None
+    w = (concurrency - lower[0]) / (upper[0] - lower[0])
+
+    def at(level: str) -> dict[int, Mapping[str, Any]]:
+        return {
+            int(c["k"]): c
+            for c in cells
+            if c["level"] == level and c["k"] > 0 and c.get("e") is not None and not c.get("error")
+            and c["run"].startswith("k=")
+        }  # fmt: skip
+
+    low_cells, high_cells = at(lower[1]), at(upper[1])
+    pick: dict[str, Any] = {"k": 0, "e": 1.0, "e_ci": None}
+    for k in sorted(low_cells.keys() & high_cells.keys()):
+        a, b = low_cells[k], high_cells[k]
+        e = _lerp(a["e"], b["e"], w)
+        ci = (
+            [_lerp(a["e_ci"][0], b["e_ci"][0], w), _lerp(a["e_ci"][1], b["e_ci"][1], w)]
+            if a.get("e_ci") and b.get("e_ci")
+            else None
+        )
+        if e > pick["e"]:
+            pick = {"k": k, "e": e, "e_ci": ci}
+    return {**pick, "between": [lower[1], upper[1]]}
+
+
 def _validate(
     cfg: SweepConfig,
     state: SweepRun,
@@ -309,8 +414,11 @@ def _validate(
         first = figures[0] if figures else (None, None)
         last = figures[1] if len(figures) > 1 else (None, None)
         e, ci = combine_drift(first[0], first[1], last[0], last[1])
-        static = next((b for b in best if b["level"] == label), None)
         phase = next(p for p in run.phases if p.label == label)
+        static = next((b for b in best if b["level"] == label), None)
+        interpolated = static is None and phase.concurrency is not None
+        if interpolated:  # a switch point between grid levels (or a grid level that measured nothing)
+            static = interpolated_static(phase.concurrency or 1, cells, best)
         k_here = run.config.schedule.k_for(phase.concurrency or 1)
         collapse = None if e is None else below_best_static(ci, static)
         rows.append({
@@ -321,6 +429,8 @@ def _validate(
             "best_static_k": None if static is None else static["k"],
             "best_static_e": None if static is None else static["e"],
             "best_static_e_ci": None if static is None else static.get("e_ci"),
+            "best_static_interpolated": interpolated and static is not None,
+            "best_static_between": None if static is None else static.get("between"),
             "below_best_static": collapse,
         })  # fmt: skip
     return {

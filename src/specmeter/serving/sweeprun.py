@@ -7,11 +7,13 @@ Per configuration (``ServerConfig``) the server is launched from its template on
 with the server's /metrics read around it; then the server is stopped (SIGTERM, then SIGKILL, its whole
 process group). With ``--search`` the capacity search runs on the same server before it is stopped.
 
-Failures keep what was measured. A configuration that cannot start, never becomes healthy or dies during
-a level is recorded with one line (``ConfigRun.error``), its finished levels stay in the result, and the
-sweep goes on with the next configuration — except the first baseline, without which nothing can be
-compared (:class:`SweepAborted`). Ctrl-C (and SIGTERM, ``launch.sigterm_as_interrupt``) stops the server in
-flight, summarises what finished and saves the JSON with ``complete: false``.
+Failures keep what was measured. A configuration that cannot start, never becomes healthy, dies during
+a level, or whose requests all failed at every level (e.g. every one answered HTTP 500) is recorded with
+one line (``ConfigRun.error``), its finished levels stay in the result, and the sweep goes on with the next
+configuration — except the first baseline, without which nothing can be compared (:class:`SweepAborted`).
+Ctrl-C (and SIGTERM, ``launch.sigterm_as_interrupt``) stops the server in flight, summarises what finished
+and saves the JSON with ``complete: false``; the run in the store stays partial, or is deleted when no
+request had completed (nothing measured, as ``bench`` does).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from specmeter.serving.loadlevel import LevelRunner, RoleResult
 from specmeter.serving.loadreadings import resolve
 from specmeter.serving.sweepconfig import ServerConfig, SweepConfig
 
-__all__ = ["ConfigRun", "SweepAborted", "SweepRun", "execute_sweep"]
+__all__ = ["ConfigRun", "SweepAborted", "SweepRun", "execute_sweep", "none_completed"]
 
 LOCALHOST = "127.0.0.1"
 CELL_KEY = ("draft", "k", "concurrency", "rate")  # a cell's candidate entry in the result file
@@ -45,6 +47,17 @@ END = " (end)"  # the baseline's second run: "k=0 (end)"
 
 class SweepAborted(RuntimeError):
     """The first baseline could not be measured: nothing to compare against. One line."""
+
+
+def none_completed(outcomes: Sequence[RequestOutcome], where: str = "") -> str | None:
+    """``none of the 8 requests completed{where} (first failure: HTTP 500 …)`` when requests were sent and
+    not one completed; None when one did, or when none was sent."""
+    if not outcomes or any(o.ok for o in outcomes):
+        return None
+    first = next((o.error for o in outcomes if o.error), None)
+    return f"none of the {len(outcomes)} requests completed{where}" + (
+        f" (first failure: {first})" if first else ""
+    )
 
 
 @dataclass
@@ -86,6 +99,15 @@ class ConfigRun:
             "levels": list(self.levels),
         }
 
+    def outcomes(self) -> list[RequestOutcome]:
+        """Every request of its levels and its capacity search's, in order."""
+        roles = [*self.levels.values(), *self.search_levels.values()]
+        return [o for role in roles for o in role.outcomes]
+
+    def measured(self) -> bool:
+        """Whether at least one of its requests completed."""
+        return any(o.ok for o in self.outcomes())
+
 
 @dataclass
 class SweepRun:
@@ -96,6 +118,10 @@ class SweepRun:
 
     def find(self, run: str) -> ConfigRun | None:
         return next((r for r in self.runs if r.run == run and r.levels), None)
+
+    def measured(self) -> bool:
+        """Whether any request of any run completed (else nothing was measured)."""
+        return any(run.measured() for run in self.runs)
 
 
 Publish = Callable[[SweepRun, bool], None]  # (state, final) -> rewrite the result file
@@ -169,6 +195,10 @@ async def run_config(
                 raise server.died(
                     f"during level {phase.label} ({ok} of {len(done.outcomes)} requests completed)"
                 )
+        at = f" at level {phases[0].label}" if len(phases) == 1 else " at any level"
+        failed_all = none_completed([o for role in run.levels.values() for o in role.outcomes], at)
+        if failed_all is not None:  # up, but answering nothing (every request an HTTP 500, …): no search
+            raise LoadError(failed_all)
         if search is not None:
             run.capacity = await search(run, ep, server)
             if server is not None and not server.alive():
@@ -251,9 +281,10 @@ async def execute_sweep(
                 await run_config(
                     cfg, sc, run, cfg.load.phases, runner, http, sink, publish, index, say, search
                 )
-                if index == 0 and not run.levels:
+                if index == 0 and not run.measured():
                     raise SweepAborted(
-                        f"the baseline could not be measured, so nothing can be compared: {run.error}"
+                        f"the baseline could not be measured, so nothing can be compared: "
+                        f"{run.error or f'{run.run}: no request completed'}"
                     )
             end_phases = list(cfg.load.phases)
             if cfg.validate and schedule_of is not None:
@@ -294,18 +325,30 @@ async def execute_sweep(
             publish()
         except Exception as e:  # the file keeps the last level published; say why this one is missing
             say(f"could not add the interrupted level to the result: {type(e).__name__}: {e}")
-        recorder.finish(result.to_dict(), complete=False)
+        _end_partial(recorder, result, state, say)
         raise
     except SweepAborted:
         _close_watch(result, watch)
         publish()
-        recorder.finish(result.to_dict(), complete=False)
+        _end_partial(recorder, result, state, say)
         raise
     finally:
         _close_watch(None, watch)
         await runner.aclose()
         await http.aclose()
     return result.to_dict(), state
+
+
+def _end_partial(recorder: Any, result: ResultFile, state: SweepRun, say: Callable[[str], None]) -> None:
+    """A sweep that stopped early stays a partial run in the store; with no request completed (Ctrl-C while
+    the baseline started, a baseline that answered nothing) there is nothing to keep, and it is deleted."""
+    if state.measured():
+        recorder.finish(result.to_dict(), complete=False)
+        return
+    recorded = recorder.recorded
+    recorder.discard()
+    if recorded:
+        say("nothing was measured: no run recorded in the store")
 
 
 class _Recorded:

@@ -133,7 +133,8 @@ def _render_validate(validate: Mapping[str, Any], console: Console) -> None:
     for r in validate.get("levels") or []:
         table.add_row(
             r["level"], str(r["k_scheduled"]), _e(r.get("e"), r.get("e_ci")),
-            DASH if r.get("best_static_k") is None else f"k={r['best_static_k']}",
+            DASH if r.get("best_static_k") is None
+            else f"k={r['best_static_k']}" + (" (interpolated)" if r.get("best_static_interpolated") else ""),
             _e(r.get("best_static_e"), r.get("best_static_e_ci")),
             "[bold red]below[/]" if r.get("below_best_static") else "",
         )  # fmt: skip
