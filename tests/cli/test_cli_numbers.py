@@ -2,7 +2,8 @@
 
 typer reads ``nan`` and ``inf`` as floats; before, ``bench --temperature nan`` crashed mid-run,
 ``--temperature inf`` reported α 1.000, ``load --rate inf`` or ``--stall-timeout nan`` ran, ``train --lr
-nan`` was a traceback, ``bench --threads 100000`` a segfault and ``--seed 2^70`` an OverflowError. Each
+nan`` was a traceback, ``bench --threads 100000`` a segfault, ``--seed 2^70`` an OverflowError and ``load
+--k 10^23`` hung (per-position rates are laid out to k; k is at most ``measuring.config.K_MAX_LIMIT``). Each
 must be one ``error:`` line naming the option, exit 2, before any work.
 """
 
@@ -36,6 +37,8 @@ def files(tiny: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]
 BENCH = ["bench", "--target", "T", "--draft", "D", "--prompts", "P", "--no-store"]
 LOAD = ["load", "--endpoint", "http://127.0.0.1:9", "--prompts", "P", "--model", "m", "--no-metrics"]
 MONITOR = ["monitor", "--scrape", "http://127.0.0.1:9/metrics", "--once"]
+WHATIF = ["whatif", "--target", "T", "--draft", "D", "--prompts", "P", "--no-store"]
+STANDIN = ["whatif", "--target", "T", "--prompts", "P", "--no-store"]
 TRAIN = ["train", "--corpus", "C", "--out", "O/m", "--steps", "1"]
 DISTILL = ["distill", "--target", "T", "--preset", "draft-tiny", "--corpus", "C", "--out", "O/d"]
 ROI = ["roi", "--monthly-tokens", "1B", "--baseline-throughput", "100", "--baseline-price", "2"]
@@ -67,6 +70,9 @@ CASES = [
     (LOAD, "--seed", HUGE),
     (LOAD, "--max-error-rate", "nan"),
     (LOAD, "--max-tokens", "0"),
+    (LOAD, "--k", "0"),
+    (LOAD, "--k", "65"),  # above measuring.config.K_MAX_LIMIT
+    (LOAD, "--k", HUGE),  # per-position rates are laid out to k: this one hung
     ([*LOAD, "--rate", "1", "--arrival", "gamma"], "--burstiness", "nan"),
     (MONITOR, "--tau-baseline", "nan"),
     (MONITOR, "--tau-baseline", "0.5"),
@@ -74,6 +80,22 @@ CASES = [
     (MONITOR, "--alert-tau-drop", "nan"),
     (MONITOR, "--interval", "400d"),
     (MONITOR, "--duration", "99999999999999999999d"),
+    (MONITOR, "--k", "0"),
+    (MONITOR, "--k", "65"),
+    (MONITOR, "--k", HUGE),
+    (WHATIF, "--temperature", "nan"),
+    (WHATIF, "--top-p", "inf"),
+    (WHATIF, "--alpha", "nan"),
+    (WHATIF, "--alpha", "1.5"),
+    (WHATIF, "--rates", "nan"),
+    (WHATIF, "--at-alpha", "nan"),
+    (WHATIF, "--at-alpha", "1.5"),
+    (WHATIF, "--batch", "0"),
+    (WHATIF, "--k", "0"),
+    (WHATIF, "--seed", HUGE),
+    (WHATIF, "--cost-repeats", "0"),
+    (STANDIN, "--standin", "nan"),
+    (STANDIN, "--standin", "1"),
     (TRAIN, "--lr", "nan"),
     (TRAIN, "--lr", "inf"),
     (TRAIN, "--lr", "0"),

@@ -30,7 +30,9 @@ PROC = Path("/proc")
 @dataclass(frozen=True)
 class Case:
     name: str
-    args: tuple[str, ...]  # {T} target, {D} draft, {P} prompts, {R} result file, {L} request log, {C} corpus
+    # {T} target, {D} draft, {P} prompts, {R} result file, {L} request log, {C} corpus, {Q} trace,
+    # {K} k schedule, {W} whatif result, {SW} sweep result
+    args: tuple[str, ...]
     option: str
     directory: bool = False  # the option names a directory the command fills (train --out)
     code: int = 2
@@ -42,6 +44,10 @@ SWEEP = ("sweep", "--endpoint", "0=http://127.0.0.1:9", "--endpoint", "2=http://
          "--prompts", "{P}")  # fmt: skip
 ROI = ("roi", "--speedup", "1.5", "--monthly-tokens", "1B", "--baseline-throughput", "100",
        "--baseline-price", "2")  # fmt: skip
+PROMETHEUS = ("monitor", "--prometheus", "http://127.0.0.1:9", "--once")
+WHATIF = ("whatif", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}", "--overlay", "{R}", "--no-store")
+LOAD_TRACE = ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}", "--trace", "{Q}")
+MONEY = ("--monthly-tokens", "1B", "--baseline-throughput", "100", "--baseline-price", "2")
 CASES = [
     Case(
         "bench", ("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--json", same_as="{P}"
@@ -50,6 +56,9 @@ CASES = [
     Case("bench", ("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--log", same_as="{T}"),
     Case("bench", ("bench", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--store"),
     Case("tune", ("tune", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--json", same_as="{P}"),
+    Case("whatif", WHATIF, "--json", same_as="{R}"),  # --overlay (issue: it was overwritten, exit 0)
+    Case("whatif", WHATIF, "--csv", same_as="{P}"),
+    Case("whatif", WHATIF, "--log", same_as="{T}/config.json"),
     Case("select", ("select", "--target", "{T}", "--draft", "{D}", "--prompts", "{P}"), "--csv"),
     Case("demo", ("demo", "--quick"), "--out", directory=True),
     Case("demo", ("demo", "--quick", "--out", "{O}"), "--store"),
@@ -111,16 +120,21 @@ CASES = [
     Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--json"),
     Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--csv", same_as="{P}"),
     Case("load", ("load", "--endpoint", "http://127.0.0.1:9", "--prompts", "{P}"), "--log"),
+    Case("load", LOAD_TRACE, "--json", same_as="{Q}"),  # --trace (it was overwritten)
+    Case("load", (*LOAD_TRACE, "--tokenizer", "{T}"), "--log", same_as="{T}/config.json"),
     Case("sweep", SWEEP, "--json"),
     Case("sweep", SWEEP, "--csv", same_as="{P}"),
     Case("sweep", SWEEP, "--log", same_as="{P}"),
     Case("sweep", SWEEP, "--schedule-out"),
+    Case("sweep", (*SWEEP, "--draft", "{D}"), "--json", same_as="{D}"),  # a local draft directory
     Case("sweep", SWEEP, "--store"),
     Case("sweep", SWEEP, "--logs", directory=True),
     Case("monitor", SCRAPE, "--history"),
     Case("monitor", SCRAPE, "--alerts-log"),
     Case("monitor", ("monitor", "--requests", "{L}", "--once"), "--json", same_as="{L}"),
+    Case("monitor", PROMETHEUS, "--json"),
     Case("golden", ("golden", "--from", "{L}", "--out", "{O}.jsonl"), "--json", same_as="{L}"),
+    Case("golden", ("golden", "--from", "{L}"), "--out", same_as="{L}"),
     Case("drift", ("drift", "--requests", "{L}"), "--json", same_as="{L}"),
     Case(
         "runs export", ("runs", "export", "1", "--format", "json", "--store", "{S}"), "--out", same_as="{S}"
@@ -129,6 +143,19 @@ CASES = [
     Case("report", ("report", "{R}"), "--screenshot"),
     Case("compare", ("compare", "{R}", "{R}"), "--json", same_as="{R}"),
     Case("roi", ROI, "--json"),
+    Case("roi", ("roi", "--from-whatif", "{W}", "--alpha", "0.5", *MONEY), "--json", same_as="{W}"),
+    Case(
+        "roi",
+        ("roi", "--from-sweep", "{SW}", "--traffic", "1", "--price-baseline", "2"),
+        "--json",
+        same_as="{SW}",
+    ),
+    Case(
+        "serve",
+        ("serve", "--target", "{T}", "--draft", "{D}", "--port", "0", "--k-schedule", "{K}"),
+        "--log",
+        same_as="{K}",
+    ),
     Case("plan", ("plan", "--target", "{T}"), "--json", same_as="{T}/config.json"),
 ]
 
@@ -148,8 +175,20 @@ def inputs(tiny: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
     result.write_text(json.dumps({"schema_version": 1, "kind": "bench", "baseline": {}, "candidates": []}))
     store = root / "runs.sqlite"
     store.write_bytes(b"")
+    trace = root / "trace.jsonl"
+    trace.write_text(json.dumps({"t": 0.0, "input_tokens": 4, "output_tokens": 4}) + "\n")
+    schedule = root / "schedule.json"
+    schedule.write_text("[[1, 4, 2]]")
+    cells = [{"alpha": a, "k": 2, "batch": 1, "e": 1 + a} for a in (0.2, 0.8)]
+    whatif = root / "whatif.json"
+    whatif.write_text(json.dumps({"kind": "whatif", "whatif": {"cells": cells, "batches": [1]}}))
+    sweep = root / "sweep.json"
+    capacity = {"baseline": {"run": "k=0", "requests_per_s": 1.0},
+                "speculative": {"run": "k=2", "requests_per_s": 2.0}}  # fmt: skip
+    sweep.write_text(json.dumps({"kind": "sweep", "sweep": {"capacity": capacity}}))
     return {"{T}": tiny.target, "{D}": tiny.draft, "{P}": prompts, "{L}": log, "{C}": corpus,
-            "{R}": result, "{S}": store}  # fmt: skip
+            "{R}": result, "{S}": store, "{Q}": trace, "{K}": schedule, "{W}": whatif,
+            "{SW}": sweep}  # fmt: skip
 
 
 def _fill(args: tuple[str, ...], inputs: dict[str, Path], out: Path) -> list[str]:

@@ -127,3 +127,82 @@ def test_files_specmeter_writes_pass_the_check(stored: Path) -> None:
     from specmeter.report.validate import validate_result
 
     assert validate_result(json.loads((stored / "r.json").read_text())) == []
+
+
+SWEEP_CELL = {"run": "k=2", "k": 2, "level": "c=1", "concurrency": 1, "e": 1.3, "e_ci": [1.1, 1.5],
+              "alpha": 0.6, "tau": 2.1, "ttft_ms": {"p50": 10.0, "p99": 20.0}, "stalls": 0,
+              "requests_per_s": 2.0, "counters": {"equal": True}}  # fmt: skip
+
+
+def _sweep_result(**changes: Any) -> dict[str, Any]:
+    section = {"levels": ["c=1"], "cells": [dict(SWEEP_CELL)], "drift": None, "schedule": None,
+               "best": [{"level": "c=1", "k": 2, "e": 1.3, "e_ci": [1.1, 1.5], "sure": True}],
+               "capacity": {"headline": "2.0 → 2.6 req/s",
+                            "baseline": {"run": "k=0", "level": "c=1", "requests_per_s": 2.0},
+                            "speculative": {"run": "k=2", "level": "c=1", "requests_per_s": 2.6}},
+               "failures": [], "validate": None}  # fmt: skip
+    for key, value in changes.items():
+        if key.startswith("cell_"):
+            section["cells"][0][key.removeprefix("cell_")] = value
+        else:
+            section[key] = value
+    return {"schema_version": 1, "kind": "sweep", "baseline": {}, "candidates": [], "sweep": section}
+
+
+def test_a_sweep_section_that_passes_renders(tmp_path: Path) -> None:
+    src, out = tmp_path / "sweep.json", tmp_path / "r.html"
+    src.write_text(json.dumps(_sweep_result()))
+    res = runner.invoke(app, ["report", str(src), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "Sweep: E_meas(k, level)" in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        # Each was a traceback inside html_sweep.sweep_section (or economics.capacityroi for roi).
+        ({"levels": 3}, "sweep.levels: expected a list or null, got 3"),
+        ({"cell_e_ci": 5}, "sweep.cells[0].e_ci: expected [lo, hi] or null, got 5"),
+        ({"cell_counters": [1]}, "sweep.cells[0].counters: expected an object or null"),
+        ({"cells": {"run": "k=2"}}, "sweep.cells: expected a list or null"),
+        ({"best": ["k=2"]}, "sweep.best[0]: expected an object"),
+        ({"capacity": {"baseline": "fast"}}, "sweep.capacity.baseline: expected an object or null"),
+        ({"drift": [{"level": "c=1", "ci": "wide"}]}, "sweep.drift[0].ci: expected [lo, hi] or null"),
+        ({"validate": {"levels": [{"e": "x"}]}}, "sweep.validate.levels[0].e: expected a number"),
+        ({"cell_alpha": 1.5}, "sweep.cells[0].alpha: expected a number in [0, 1] or null, got 1.5"),
+    ],
+)
+def test_a_malformed_sweep_section_is_one_line_naming_the_field(
+    tmp_path: Path, changes: dict[str, Any], field: str
+) -> None:
+    bad = tmp_path / "sweep.json"
+    bad.write_text(json.dumps(_sweep_result(**changes)))
+    out = tmp_path / "r.html"
+    assert_usage_error(runner.invoke(app, ["report", str(bad), "--out", str(out)]), f"{bad}: {field}")
+    assert not out.exists()
+    roi = ["roi", "--from-sweep", str(bad), "--traffic", "10", "--price-baseline", "4"]
+    assert_usage_error(runner.invoke(app, roi), f"--from-sweep: {bad}: {field}")
+
+
+@pytest.mark.parametrize(
+    ("cell", "field"),
+    [
+        ({"alpha": "high"}, "whatif.cells[0].alpha: expected a number in [0, 1], got 'high'"),
+        ({"alpha": None}, "whatif.cells[0].alpha: expected a number in [0, 1], got None"),
+        ({"k": 2.5}, "whatif.cells[0].k: expected an integer >= 1, got 2.5"),
+        ({"batch": "8"}, "whatif.cells[0].batch: expected an integer >= 1, got '8'"),
+        ({"e_ci": [1]}, "whatif.cells[0].e_ci: expected [lo, hi] or null"),
+    ],
+)
+def test_a_malformed_whatif_section_is_one_line_naming_the_field(
+    tmp_path: Path, cell: dict[str, Any], field: str
+) -> None:
+    cells = [{"alpha": a, "k": 4, "batch": 1, "e": 0.5 + 2 * a} for a in (0.2, 0.8)]
+    cells[0].update(cell)
+    section = {"cells": cells, "batches": [1], "ks": [4]}
+    bad = tmp_path / "whatif.json"
+    bad.write_text(json.dumps({"schema_version": 1, "kind": "whatif", "baseline": {}, "candidates": [],
+                               "whatif": section}))  # fmt: skip
+    out = tmp_path / "r.html"
+    assert_usage_error(runner.invoke(app, ["report", str(bad), "--out", str(out)]), f"{bad}: {field}")
+    assert not out.exists()

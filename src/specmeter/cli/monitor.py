@@ -26,6 +26,7 @@ from specmeter.cli.common import (
 )
 from specmeter.cli.monitor_outputs import watching
 from specmeter.exitcodes import EXIT_FAILED
+from specmeter.measuring.config import K_MAX_LIMIT
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 if TYPE_CHECKING:
@@ -129,9 +130,10 @@ def monitor(
     limit = parse_seconds(duration, "--duration") if duration is not None else None
     if server not in SERVER_CHOICES:
         fail(f"--server: {server!r} is not one of {', '.join(SERVER_CHOICES)}")
-    for name, value in (("--alert-windows", alert_windows), ("--min-drafts", min_drafts), ("--k", k)):
+    for name, value in (("--alert-windows", alert_windows), ("--min-drafts", min_drafts)):
         if value is not None and value < 1:
             fail(f"{name} must be >= 1, got {value}")
+    check_range("--k", k, low=1, high=K_MAX_LIMIT)
     if alert_alpha is not None and not 0.0 < alert_alpha <= 1.0:
         fail(f"--alert-alpha must be in (0, 1], got {alert_alpha:g}")
     check_range("--tau-baseline", tau_baseline, low=1)  # τ = 1 + A/S is at least 1

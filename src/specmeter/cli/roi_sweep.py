@@ -4,6 +4,7 @@ today's batch-1 figure (``economics.capacityroi``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -11,7 +12,7 @@ from rich.table import Table
 from specmeter.cli.common import check_range, console, fail, read_json_option
 from specmeter.cli.roi_table import DASH, money, payback_cell, roi_cell
 
-__all__ = ["roi_from_sweep"]
+__all__ = ["read_sweep", "roi_from_sweep"]
 
 OPTIONS = {
     "traffic": "--traffic",
@@ -20,6 +21,19 @@ OPTIONS = {
     "engineering_cost": "--engineering-cost",
     "horizon_months": "--horizon-months",
 }
+
+
+def read_sweep(path: Path) -> dict[str, Any]:
+    """``--from-sweep``'s result file, checked against the sweep section's schema (one line per problem)."""
+    from specmeter.report.validate import validate_sweep
+
+    result = read_json_option(path, "--from-sweep")
+    if not isinstance(result, dict):
+        fail(f"--from-sweep: {path}: not a result object")
+    problems = validate_sweep(result)
+    if problems:
+        fail("\n".join(f"--from-sweep: {path}: {p}" for p in problems))
+    return result
 
 
 def roi_from_sweep(
@@ -33,11 +47,8 @@ def roi_from_sweep(
 ) -> None:
     from specmeter.economics.capacityroi import capacity_roi, sweep_capacity
     from specmeter.report.files import write_json_atomic
-
     check_range("--traffic", traffic, low=0, low_open=True)
-    result = read_json_option(path, "--from-sweep")
-    if not isinstance(result, dict):
-        fail(f"--from-sweep: {path}: not a result object")
+    result = read_sweep(path)
     try:
         capacity = sweep_capacity(result, where=str(path))
         r = capacity_roi(

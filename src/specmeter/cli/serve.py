@@ -38,7 +38,8 @@ def serve(
         None,
         "--k-schedule",
         help="Batch-size → k schedule as vLLM's num_speculative_tokens_per_batch_size: JSON such as "
-        "'[[1,4,4],[5,16,0]]' or a JSON file (tune --batch writes one).",
+        "'[[1,4,4],[5,16,0]]', or a JSON file: that list, a --speculative-config, or the --json result of "
+        "tune --batch or sweep (its one schedule is found inside).",
     ),
     max_batch: int | None = typer.Option(
         None,
@@ -99,7 +100,9 @@ def serve(
         fail(f"--max-waiting must be >= 1, got {max_waiting}")
     if implementation not in ("auto", "native", "transformers"):
         fail(f"--implementation: {implementation!r} is not one of auto, native, transformers")
-    check_outputs({"--log": log}, {"--target": target, "--draft": draft})
+    given = (k_schedule or "").strip()
+    schedule_file = Path(given) if given and not given.startswith("[") else None  # a JSON file, not JSON
+    check_outputs({"--log": log}, {"--target": target, "--draft": draft, "--k-schedule": schedule_file})
     if not _is_loopback(host) and api_key is None:
         err_console.print(
             f"[yellow]warning:[/] binding {host} exposes the server beyond this machine without --api-key"

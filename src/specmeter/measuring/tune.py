@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from specmeter.measuring.config import K_MAX_LIMIT
 from specmeter.measuring.errors import MeasureError
 from specmeter.measuring.run import Measurement, Outcome, close, run_candidates
 
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from specmeter.metrics.records import CostCurve
 
 __all__ = ["K_MAX_LIMIT", "resolve_ks", "run_tune"]
-
-K_MAX_LIMIT = 64
 
 
 def resolve_ks(k_max: int, ks: Sequence[int] | None, holdout: int | None) -> tuple[list[int], int | None]:

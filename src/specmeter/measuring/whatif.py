@@ -27,9 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specmeter.measuring.errors import MeasureError, MeasureInterrupted
+from specmeter.measuring.outputs import check_output_paths
 from specmeter.measuring.run import Measurement, Outcome, close, start_watch
 from specmeter.metrics.records import BASELINE, RequestRecord
-from specmeter.metrics.synthetic import SyntheticProfile, geometric_profile, profile_from_rates
+from specmeter.metrics.synthetic import (
+    SyntheticProfile,
+    geometric_profile,
+    profile_from_length,
+    profile_from_rates,
+)
 
 if TYPE_CHECKING:
     from specmeter.measuring.config import MeasureConfig
@@ -70,17 +76,21 @@ class WhatifConfig:
     """What a what-if run is asked: the measuring options (``measure``) plus the grid; validated once.
 
     ``alphas`` are acceptance rates of full drafts, one geometric profile per (α, k); ``rates`` are explicit
-    profiles (vLLM's ``synthetic_acceptance_rates``), each at its own k = its length. ``overlay`` are result
-    files whose measured domains are placed on the surface.
+    profiles (vLLM's ``synthetic_acceptance_rates``), each at its own k = its length; ``lengths`` are mean
+    acceptance lengths (vLLM's ``synthetic_acceptance_length``), one profile per (L, k) by vLLM's rule
+    (``metrics.synthetic.profile_from_length``), not combined with either. ``overlay`` are result files
+    whose measured domains are placed on the surface.
     """
 
     measure: MeasureConfig
     alphas: Sequence[float] = WHATIF_ALPHAS
     rates: Sequence[Sequence[float]] = ()
+    lengths: Sequence[float] = ()
     batches: Sequence[int] = WHATIF_BATCHES
     overlay: Sequence[Path] = ()
     at_alpha: float | None = None  # the α the overlay is also read at ("at α 0.65: 1.9× at B=1")
     profiles: tuple[SyntheticProfile, ...] = field(init=False)
+    overlays: tuple[tuple[str, Mapping[str, Any]], ...] = field(init=False)  # (path, validated JSON)
 
     def __post_init__(self) -> None:
         from specmeter.measuring.config import BATCH_MAX
@@ -105,8 +115,18 @@ class WhatifConfig:
                     f"{','.join(map(str, self.measure.k))}"
                 )
             profiles.append(p)
+        lengths = tuple(sorted(set(self.lengths)))
+        if lengths and (alphas or self.rates):
+            raise MeasureError("--length: give mean acceptance lengths or --alpha/--rates, not both")
+        for length in lengths:
+            for k in self.measure.k:
+                try:
+                    profiles.append(profile_from_length(float(length), k))
+                except (ValueError, TypeError) as e:
+                    raise MeasureError(f"--length: {e}") from None
+        object.__setattr__(self, "lengths", lengths)
         if not profiles:
-            raise MeasureError("--alpha/--rates: give at least one acceptance rate")
+            raise MeasureError("--alpha/--rates/--length: give at least one acceptance rate or length")
         object.__setattr__(self, "profiles", tuple(profiles))
         batches = tuple(sorted(set(self.batches)))
         if not batches:
@@ -121,6 +141,14 @@ class WhatifConfig:
         for path in self.overlay:
             if not Path(path).is_file():
                 raise MeasureError(f"--overlay: {path} is not a file")
+        check_output_paths(self.measure.outputs, self.inputs)
+        # Read and checked now, before any model loads: a bad overlay costs a second, not a measurement.
+        object.__setattr__(self, "overlays", tuple(read_overlays(self.overlay)))
+
+    @property
+    def inputs(self) -> dict[str, Path | Sequence[Path] | None]:
+        """Every file the run reads: the measuring inputs and the ``--overlay`` files."""
+        return {**self.measure.inputs, "--overlay": [Path(p) for p in self.overlay]}
 
 
 @dataclass
@@ -152,7 +180,7 @@ def run_whatif(
         import torch
 
         torch.set_num_threads(m.threads)
-    overlays = read_overlays(cfg.overlay)
+    overlays = cfg.overlays
     try:
         target, drafts = load_models(m)
         prompts = prepare_prompts(m, target)
@@ -201,6 +229,7 @@ def _grid(cfg: WhatifConfig) -> dict[str, Any]:
     return {
         "alphas": list(cfg.alphas),
         "rates": [list(r) for r in cfg.rates],
+        "lengths": list(cfg.lengths),
         "batches": list(cfg.batches),
         "standin": cfg.measure.standin,
         "ignore_eos": True,
@@ -297,7 +326,7 @@ def whatif_section(
             recs = records.get((b, i), [])
             if recs:
                 cells.append({"batch": b, **cell_summary(p, recs, base)})
-    given = any(p.profile == "given" for p in cfg.profiles)
+    kinds = sorted({p.profile for p in cfg.profiles}, key=("geometric", "given", "length").index)
     section: dict[str, Any] = {
         "synthetic": True,
         "note": OUTPUTS_NOTE,
@@ -305,8 +334,9 @@ def whatif_section(
         "backend": backend,
         "draft": draft,
         "cost_ratio": cost_ratio,
-        "profile": ("geometric and given" if cfg.alphas else "given") if given else "geometric",
+        "profile": " and ".join(kinds),
         "alphas": sorted(set(cfg.alphas)),
+        "lengths": list(cfg.lengths),
         "ks": list(cfg.measure.k),
         "batches": list(cfg.batches),
         "ignore_eos": True,
@@ -333,8 +363,12 @@ def draft_facts(cfg: WhatifConfig, draft: Any, target: Any) -> dict[str, Any]:
 
 
 def read_overlays(paths: Sequence[Path]) -> list[tuple[str, Mapping[str, Any]]]:
-    """Each ``--overlay`` file as JSON; one error line naming the file otherwise."""
+    """Each ``--overlay`` file as JSON, checked field by field (``report.validate.validate_overlay``: the
+    candidates' summaries of a bench-like result, a monitor file's windows); one error line naming the file
+    (and the field) otherwise."""
     import json
+
+    from specmeter.report.validate import validate_overlay
 
     out: list[tuple[str, Mapping[str, Any]]] = []
     for path in paths:
@@ -344,5 +378,8 @@ def read_overlays(paths: Sequence[Path]) -> list[tuple[str, Mapping[str, Any]]]:
             raise MeasureError(f"--overlay {path}: not a result file ({e})") from None
         if not isinstance(data, dict):
             raise MeasureError(f"--overlay {path}: not a result file (a JSON object is expected)")
+        problems = validate_overlay(data)
+        if problems:
+            raise MeasureError("\n".join(f"--overlay {path}: {p}" for p in problems))
         out.append((str(path), data))
     return out
