@@ -97,3 +97,92 @@ def test_roi_from_sweep(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--traffic" in bad.stderr
     bad = CliRunner().invoke(app, [*args, "--traffic", "1", "--speedup", "2"])
     assert bad.exit_code == 2 and "drop RUN" in bad.stderr
+
+
+def _whatif(tmp_path: Path) -> Path:
+    """A what-if surface: E = 0.5 + 2α at k=4, B=1; E = 0.4 + α at B=8."""
+    cells = [
+        {"alpha": a, "k": 4, "batch": b, "e": (0.5 + 2 * a) if b == 1 else (0.4 + a)}
+        for a in (0.2, 0.4, 0.6, 0.8)
+        for b in (1, 8)
+    ]
+    path = tmp_path / "whatif.json"
+    path.write_text(json.dumps({"kind": "whatif", "whatif": {"cells": cells, "batches": [1, 8]}}))
+    return path
+
+
+def _baseline_sweep(tmp_path: Path, level: str = "c=6") -> Path:
+    """A sweep of the baseline alone: 2 req/s per instance within the SLO at ``level``."""
+    sweep = {"kind": "sweep", "sweep": {"best": [], "capacity": {
+        "source": "slo", "slo": "ttft_p99_ms=500", "assumption": "highest level meeting the SLO",
+        "baseline": {"run": "k=0", "level": level, "requests_per_s": 2.0}, "speculative": {}}}}  # fmt: skip
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(sweep))
+    return path
+
+
+def test_roi_from_whatif_sizes_the_fleet_at_an_assumed_capacity(tmp_path: Path) -> None:
+    import math
+
+    w, s, out = _whatif(tmp_path), _baseline_sweep(tmp_path), tmp_path / "roi.json"
+    prices = ["--price-baseline", "4", "--price-speculative", "4.4", "--engineering-cost", "40k"]
+    res = runner.invoke(app, ["roi", "--from-whatif", str(w), "--alpha", "0.7", "--from-sweep", str(s),
+                              "--traffic", "40", *prices, "--target-roi", "6", "--json", str(out)],
+                        env={"COLUMNS": "200"})  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    cap = data["capacity"]
+    # The sweep's baseline capacity level is c=6: the measured B nearest it is 8, where E(0.7) = 1.1.
+    assert data["batch"] == 8 and "c=6" in data["batch_from"]
+    assert cap["speedup"] == pytest.approx(1.1) and cap["speculative_capacity"] == pytest.approx(2.2)
+    assert (cap["instances_before"], cap["instances_after"]) == (20, math.ceil(40 / 2.2))
+    assert cap["monthly_savings"] == pytest.approx(730 * (20 * 4 - 19 * 4.4))
+    assert "assumed" in cap["assumption"] and "SLO-bound" in cap["assumption"]
+    assert "ASSUMED" in res.output and "may not scale with E" in res.output
+    # Paying 40k back within 6 months needs 16 instances (730 · (80 − 16 · 4.4) · 6 ≥ 40k > with 17):
+    # E ≥ 40 / (2 · 16) = 1.25, which the surface reaches at α 0.85 (extrapolated at B=8).
+    pay = cap["payback"]
+    assert pay["speedup_needed"] == pytest.approx(1.25) and pay["alpha_needed"] == pytest.approx(0.85)
+    assert pay["extrapolated"] is True and "a draft must reach α ≥ 0.85" in res.output
+    assert "at_alpha" not in data  # no monthly tokens given: no token pricing
+
+
+def test_roi_from_whatif_with_a_given_capacity_beside_token_pricing(tmp_path: Path) -> None:
+    w, out = _whatif(tmp_path), tmp_path / "roi.json"
+    res = runner.invoke(app, ["roi", "--from-whatif", str(w), "--alpha", "0.65", "--batch", "1",
+                              "--traffic", "40", "--baseline-capacity", "2", "--monthly-tokens", "3B",
+                              "--baseline-throughput", "250", "--price-baseline", "4", "--json", str(out)],
+                        env={"COLUMNS": "200"})  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["at_alpha"]["speedup"] == pytest.approx(1.8)  # the monthly-token table, as before
+    cap = data["capacity"]
+    assert cap["baseline_capacity_from"] == "--baseline-capacity" and cap["speculative_capacity"] == 3.6
+    assert (cap["instances_before"], cap["instances_after"]) == (20, 12)
+    assert "ROI at α 0.65" in res.output and "Fleet at 40 req/s" in res.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--traffic", "40"], "--from-sweep S.json or --baseline-capacity"),
+        (["--baseline-capacity", "2"], "give --traffic"),
+        (["--traffic", "40", "--baseline-capacity", "2", "--from-sweep", "SWEEP"], "one of them"),
+        (["--traffic", "40", "--baseline-capacity", "0"], "--baseline-capacity"),
+        (["--traffic", "-1", "--baseline-capacity", "2"], "--traffic"),
+        (["--traffic", "40", "--baseline-capacity", "2", "--batch", "3"], "--batch 3"),
+        (["--traffic", "40", "--baseline-capacity", "2"], "--batch: "),  # two B measured, no load to match
+        (["--traffic", "40", "--from-sweep", "BENCH"], "not a sweep result"),
+    ],
+)
+def test_roi_from_whatif_fleet_mistakes_are_one_line(tmp_path: Path, extra: list[str], message: str) -> None:
+    w, s = _whatif(tmp_path), _baseline_sweep(tmp_path, level="rate=2/s")
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"kind": "bench"}))
+    extra = [str(s) if a == "SWEEP" else str(bench) if a == "BENCH" else a for a in extra]
+    res = runner.invoke(
+        app, ["roi", "--from-whatif", str(w), "--alpha", "0.6", "--price-baseline", "4", *extra]
+    )
+    assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output
+    alone = runner.invoke(app, ["roi", "--speedup", "2", *SEED, "--baseline-capacity", "2"])
+    assert alone.exit_code == 2 and "only with --from-whatif" in alone.output

@@ -198,3 +198,117 @@ def test_explicit_rates_are_measured_as_given(tiny, tmp_path: Path) -> None:
     cells = {c["alpha"]: c for c in json.loads(out.read_text())["whatif"]["cells"]}
     assert set(cells) == {1.0, 0.0} and all(c["profile"] == "given" for c in cells.values())
     assert cells[1.0]["measured_alpha"] == 1.0 and cells[0.0]["measured_alpha"] == 0.0
+
+
+def test_a_mean_acceptance_length_is_vllms_profile(tiny, tmp_path: Path) -> None:
+    out = tmp_path / "w.json"
+    result = _run(
+        "whatif", "--target", tiny.target, "--draft", tiny.draft, "--prompts", bundled_prompts("smoke"),
+        "--length", "2.5", "--k", 2, "--limit", 3, "--max-tokens", 16, "--cost-repeats", 2,
+        "--json", out, "--no-store", "-q",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    s = json.loads(out.read_text())["whatif"]
+    (cell,) = s["cells"]
+    # vLLM's synthetic_acceptance_length 2.5 at k=2: the first draft always accepted, the second half the
+    # time.
+    assert cell["profile"] == "length" and cell["rates"] == [1.0, 0.5] and cell["requested_tau"] == 2.5
+    assert cell["alpha"] == pytest.approx(0.75) and s["lengths"] == [2.5] and s["profile"] == "length"
+    assert cell["per_position"][0]["measured"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--length", "4"], "[1, 3]"),  # at k = 2 a step yields at most 3 tokens
+        (["--length", "0.5"], "--length"),
+        (["--length", "2", "--rates", "0.5,0.2"], "not both"),
+        (["--length", "2", "--alpha", "0.5"], "not both"),
+    ],
+)
+def test_bad_lengths_are_one_line(tiny, args: list[str], needle: str) -> None:
+    result = _run(
+        "whatif", "--target", tiny.target, "--draft", tiny.draft, "--prompts", bundled_prompts("smoke"),
+        "--k", 2, "--limit", 2, "--no-store", *args,
+    )  # fmt: skip
+    assert_usage_error(result, needle)
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        # A bench result whose category summary is not an object: overlay_points raised AttributeError
+        # after the whole measurement.
+        ({"schema_version": 1, "kind": "bench", "baseline": {},
+          "candidates": [{"draft": "d", "k": 2, "summary": {"acceptance_rate": 0.5},
+                          "by_category": {"a": 3}}]},
+         "candidates[0].by_category.a: expected an object or null, got 3"),
+        ({"schema_version": 1, "kind": "bench", "baseline": {},
+          "candidates": [{"draft": "d", "k": 2, "summary": {"acceptance_rate": "half"}}]},
+         "candidates[0].summary.acceptance_rate: expected a number in [0, 1] or null, got 'half'"),
+        # A monitor --requests --json file: its windows.
+        ({"source": "log.jsonl", "windows": [{"domain": "legal", "acceptance_rate": "high"}]},
+         "windows[0].acceptance_rate: expected a number in [0, 1] or null, got 'high'"),
+        ({"source": "log.jsonl", "windows": {"domain": "legal"}}, "windows: expected a list or null"),
+        ({"kind": "bench"}, "neither a specmeter result file"),
+    ],
+)  # fmt: skip
+def test_a_malformed_overlay_is_one_line_before_any_model_loads(
+    tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: dict, field: str
+) -> None:
+    import specmeter.measuring.models as models
+
+    def no_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("models were loaded although the overlay is malformed")
+
+    monkeypatch.setattr(models, "load_models", no_load)
+    bad = tmp_path / "overlay.json"
+    bad.write_text(json.dumps(content))
+    result = _run(
+        "whatif", "--target", tiny.target, "--draft", tiny.draft, "--prompts", bundled_prompts("smoke"),
+        "--k", 2, "--limit", 2, "--no-store", "--overlay", bad, "--json", tmp_path / "w.json",
+    )  # fmt: skip
+    assert_usage_error(result, f"--overlay {bad}: {field}")
+    assert not (tmp_path / "w.json").exists()
+
+
+def test_a_monitor_windows_file_overlays_without_a_measurement_check(tmp_path: Path) -> None:
+    from specmeter.measuring.whatif import read_overlays
+
+    good = tmp_path / "windows.json"
+    windows = [{"domain": "legal", "tenant": None, "requests": 40, "acceptance_rate": 0.42,
+                "acceptance_rate_ci": [0.4, 0.44], "acceptance_length": 2.1}]  # fmt: skip
+    good.write_text(json.dumps({"source": "log.jsonl", "window_seconds": 300, "windows": windows}))
+    ((name, data),) = read_overlays([good])
+    assert name == str(good) and data["windows"] == windows
+
+
+def test_an_overlay_is_never_overwritten(tiny, tmp_path: Path) -> None:
+    # whatif --overlay X --json X overwrote the overlay and exited 0.
+    overlay = tmp_path / "bench.json"
+    overlay.write_text(json.dumps({"schema_version": 1, "kind": "bench", "baseline": {}, "candidates": []}))
+    before = overlay.read_bytes()
+    result = _run(
+        "whatif", "--target", tiny.target, "--draft", tiny.draft, "--prompts", bundled_prompts("smoke"),
+        "--k", 2, "--limit", 2, "--no-store", "--overlay", overlay, "--json", overlay,
+    )  # fmt: skip
+    assert_usage_error(result, "--json", "is --overlay", "an output never overwrites an input")
+    assert overlay.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("cell", "field"),
+    [
+        ({"alpha": "high"}, "whatif.cells[0].alpha: expected a number in [0, 1], got 'high'"),
+        ({"batch": None}, "whatif.cells[0].batch: expected an integer >= 1, got None"),
+        ({"k": "four"}, "whatif.cells[0].k: expected an integer >= 1, got 'four'"),
+    ],
+)
+def test_roi_from_a_malformed_whatif_cell_is_one_line(tmp_path: Path, cell: dict, field: str) -> None:
+    # A cell's α as a string was a ValueError out of selection.whatif.
+    src = _whatif_file(tmp_path / "w.json")
+    data = json.loads(src.read_text())
+    data["whatif"]["cells"][0].update(cell)
+    src.write_text(json.dumps(data))
+    result = _run("roi", "--from-whatif", src, "--alpha", 0.6, "--batch", 1, *MONEY)
+    assert_usage_error(result, f"--from-whatif: {src}: {field}")

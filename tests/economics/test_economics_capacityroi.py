@@ -65,3 +65,49 @@ def test_reading_a_sweep_result() -> None:
         sweep_capacity({"kind": "load"})
     with pytest.raises(ValueError, match="traffic must be"):
         capacity_roi(cap, 0, 1, 1)
+
+
+def test_a_whatif_capacity_is_the_baseline_scaled_by_e_and_says_it_is_assumed() -> None:
+    from specmeter.economics.capacityroi import SCALED_ASSUMPTION, scaled_capacity, sweep_baseline_capacity
+
+    base = sweep_baseline_capacity(sweep_result(2.0, None))  # no speculative capacity needed
+    assert (base.baseline_rps, base.baseline_load, base.slo) == (2.0, "c=8", "ttft_p99_ms=500")
+    cap = scaled_capacity(base.baseline_rps, 1.6, "α=0.65, k=4, B=8", baseline_load="c=8")
+    assert cap.spec_rps == pytest.approx(3.2) and cap.assumption == SCALED_ASSUMPTION
+    assert "assumed" in cap.assumption and "SLO-bound" in cap.assumption
+    r = capacity_roi(cap, traffic=40, baseline_price=4, spec_price=4.4)
+    assert (r.instances_before, r.instances_after) == (20, 13)  # ⌈40 / 2⌉, ⌈40 / 3.2⌉
+    with pytest.raises(ValueError, match="no baseline capacity"):
+        sweep_baseline_capacity(sweep_result(None, 3.0))
+    with pytest.raises(ValueError, match="speedup must be"):
+        scaled_capacity(2.0, 0.0, "x")
+
+
+def test_level_concurrency() -> None:
+    from specmeter.economics.capacityroi import level_concurrency
+
+    assert level_concurrency("c=8") == 8
+    assert level_concurrency("rate=2/s") is None and level_concurrency(None) is None
+    assert level_concurrency("c=x") is None
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_speedup_for_capacity_payback_is_the_smallest_that_pays(seed: int) -> None:
+    from specmeter.economics.capacityroi import scaled_capacity, speedup_for_capacity_payback
+
+    rng = random.Random(seed)
+    base, traffic = rng.uniform(0.5, 5), rng.uniform(1, 200)
+    pb, ps = rng.uniform(1, 10), rng.uniform(1, 12)
+    cost, months = rng.choice([0.0, rng.uniform(0, 200_000)]), rng.uniform(1, 24)
+    e = speedup_for_capacity_payback(base, traffic, pb, ps, cost, months)
+
+    def pays(speedup: float) -> bool:
+        m = capacity_roi(scaled_capacity(base, speedup, "x"), traffic, pb, ps, cost, months).money
+        return m.payback_months is not None and m.payback_months <= months * (1 + 1e-9)
+
+    if e is None:
+        # No fleet pays back: not even a single speculative instance.
+        assert not pays(traffic / base * 1e6)
+        return
+    assert pays(e)
+    assert not pays(e * (1 - 1e-6))  # one instance more: it no longer pays back in time

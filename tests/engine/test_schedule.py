@@ -97,3 +97,55 @@ def test_parse_option_json_file_and_pasted_config(tmp_path: Path) -> None:
     f.write_text("[[2, 3, 1]]")
     with pytest.raises(ScheduleError, match=r"schedule.json: the first range must start"):
         parse_schedule_option(str(f))
+
+
+def _tune_result(schedule: list[list[int]]) -> dict[str, object]:
+    """What ``tune --batch --json`` writes: the schedule under tune.batch, again in its speculative_config."""
+    config = KSchedule.parse(schedule).vllm_config(model="/models/draft")
+    return {
+        "schema_version": 1, "kind": "tune", "complete": True,
+        "baseline": {"summary": {}}, "candidates": [{"draft": "d", "k": 4, "summary": {}}],
+        "tune": {
+            "cost_curve": {"target_s": [0.01, 0.011]}, "source_k": 4,
+            "batch": {
+                "batches": [1, 4, 16], "best_k": {"1": 4, "4": 3, "16": 0}, "crossover_batch": 16,
+                "num_speculative_tokens_per_batch_size": schedule, "speculative_config": config,
+                "serve_k_schedule": json.dumps(schedule, separators=(",", ":")),
+                "schedule_description": KSchedule.parse(schedule).describe(),
+            },
+        },
+    }  # fmt: skip
+
+
+def test_parse_option_takes_a_tune_or_sweep_result_file(tmp_path: Path) -> None:
+    schedule = [[1, 2, 4], [3, 8, 3], [9, 16, 0]]
+    tune = tmp_path / "tune.json"
+    tune.write_text(json.dumps(_tune_result(schedule)))
+    assert parse_schedule_option(str(tune)).to_json() == schedule  # the same list twice counts once
+    sweep = tmp_path / "sweep.json"
+    section = {
+        "configurations": [{"run": "k=4", "schedule": None}],
+        "schedule": {"num_speculative_tokens_per_batch_size": [[1, 4, 2], [5, 8, 0]], "validated": None},
+    }
+    sweep.write_text(json.dumps({"kind": "sweep", "sweep": section}))  # fmt: skip
+    assert parse_schedule_option(str(sweep)).k_for(6) == 0
+    # A tune result without --batch holds no schedule: said, with where one would be.
+    plain = _tune_result(schedule)
+    del plain["tune"]["batch"]  # type: ignore[attr-defined]
+    tune.write_text(json.dumps(plain))
+    with pytest.raises(
+        ScheduleError, match=r"tune.json: no num_speculative_tokens_per_batch_size .*a tune result"
+    ):
+        parse_schedule_option(str(tune))
+    # Two different schedules in one file: ambiguous, each named by its path.
+    both = _tune_result(schedule)
+    both["sweep"] = {"schedule": {"num_speculative_tokens_per_batch_size": [[1, 4, 2]]}}
+    tune.write_text(json.dumps(both))
+    with pytest.raises(
+        ScheduleError, match=r"2 different schedules .*tune\.batch\.num_spec.*sweep\.schedule"
+    ):
+        parse_schedule_option(str(tune))
+    # JSON text of an object works as a file does.
+    assert (
+        parse_schedule_option(json.dumps({"num_speculative_tokens_per_batch_size": [[1, 9, 2]]})).max_k == 2
+    )

@@ -49,3 +49,34 @@ def test_explicit_profiles_are_checked_as_vllm_checks_them() -> None:
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         profile_from_rates([1.2])
     assert profile_from_rates([0.7, 0.0, 0.0]).conditional == (0.7, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_length_profile_is_vllms_and_has_the_requested_mean_length(seed: int) -> None:
+    from specmeter.metrics.synthetic import profile_from_length
+
+    rng = random.Random(seed)
+    k = rng.randint(1, 10)
+    length = rng.choice([1.0, float(k + 1), float(rng.randint(1, k + 1)), rng.uniform(1.0, k + 1.0)])
+    p = profile_from_length(length, k)
+    assert len(p.rates) == k and all(0.0 <= r <= 1.0 for r in p.rates)
+    assert all(b <= a for a, b in itertools.pairwise(p.rates))  # non-increasing, as vLLM checks
+    assert p.tau == pytest.approx(length, abs=1e-12)  # expected tokens per step = L
+    assert p.alpha == pytest.approx((length - 1.0) / k, abs=1e-12)
+    assert profile_from_rates(p.rates).rates == p.rates  # a valid --rates profile too
+    assert p.profile == "length" and p.beta is None
+    # Minimum variance: every rate but at most one is 0 or 1.
+    assert sum(1 for r in p.rates if 0.0 < r < 1.0) <= 1
+
+
+def test_length_profile_hand_cases_and_range() -> None:
+    from specmeter.metrics.synthetic import length_rates
+
+    # L = 3.78 over 7 draft slots: 2 drafts always accepted, a third with probability 0.78.
+    assert length_rates(3.78, 7) == pytest.approx((1.0, 1.0, 0.78, 0.0, 0.0, 0.0, 0.0))
+    assert length_rates(1.0, 3) == (0.0, 0.0, 0.0)
+    assert length_rates(4.0, 3) == (1.0, 1.0, 1.0)
+    assert length_rates(2.0, 2) == (1.0, 0.0)
+    for bad in (0.99, 4.01, float("nan")):
+        with pytest.raises(ValueError, match=r"\[1, 4\]"):
+            length_rates(bad, 3)

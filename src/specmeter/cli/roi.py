@@ -104,18 +104,31 @@ def roi(
     from_sweep: Path | None = typer.Option(
         None,
         "--from-sweep",
-        help="A sweep result: instances needed at its measured capacity (with --traffic).",
+        help="A sweep result: instances needed at its measured capacity (with --traffic); with --from-whatif "
+        "the baseline's capacity.",
     ),
-    traffic: float | None = typer.Option(None, "--traffic", help="--from-sweep: requests/s to serve."),
+    traffic: float | None = typer.Option(
+        None, "--traffic", help="--from-sweep, or --from-whatif's fleet: requests/s to serve."
+    ),
+    baseline_capacity: float | None = typer.Option(
+        None,
+        "--baseline-capacity",
+        help="--from-whatif --traffic without a sweep: requests/s one baseline instance serves (its SLO "
+        "capacity).",
+    ),
     from_whatif: Path | None = typer.Option(
         None,
         "--from-whatif",
-        help="A whatif result: the speedup its surface measured at --alpha (or the α --target-roi needs).",
+        help="A whatif result: the speedup its surface measured at --alpha (or the α --target-roi needs); "
+        "with --traffic also whole instances at an assumed capacity of baseline × E.",
     ),
     alpha: float | None = typer.Option(None, "--alpha", help="--from-whatif: the α the draft would reach."),
     k: int | None = typer.Option(None, "--k", help="--from-whatif: this draft length (default: the best)."),
     batch: int | None = typer.Option(
-        None, "--batch", help="--from-whatif: the batch size the instances run at (one of those measured)."
+        None,
+        "--batch",
+        help="--from-whatif: the batch size the instances run at (one of those measured; default with a "
+        "sweep: the one nearest its baseline capacity level's concurrency).",
     ),
     target_roi: float | None = typer.Option(
         None,
@@ -136,28 +149,52 @@ def roi(
     from specmeter.report.files import write_json_atomic
     from specmeter.store import StoreError, load_source
 
-    whatif_only = {"--alpha": alpha, "--k": k, "--batch": batch, "--target-roi": target_roi}
+    whatif_only = {"--alpha": alpha, "--k": k, "--batch": batch, "--target-roi": target_roi,
+                   "--baseline-capacity": baseline_capacity}  # fmt: skip
     if from_whatif is None and any(v is not None for v in whatif_only.values()):
         fail(f"{', '.join(n for n, v in whatif_only.items() if v is not None)}: only with --from-whatif")
     if from_whatif is not None:
-        from specmeter.cli.roi_whatif import roi_from_whatif
+        from specmeter.cli.roi_whatif import CapacityAsk, roi_from_whatif
 
-        if run is not None or speedup is not None or from_sweep is not None or traffic is not None:
-            fail("--from-whatif takes the speedup from the what-if surface: drop RUN, --speedup, "
-                 "--from-sweep and --traffic")  # fmt: skip
+        if run is not None or speedup is not None:
+            fail("--from-whatif takes the speedup from the what-if surface: drop RUN and --speedup")
+        if traffic is None and (from_sweep is not None or baseline_capacity is not None):
+            fail("--from-sweep/--baseline-capacity with --from-whatif size a fleet: give --traffic REQ_PER_S")
+        if traffic is not None and (from_sweep is None) == (baseline_capacity is None):
+            fail("--traffic with --from-whatif needs the baseline's capacity: --from-sweep S.json or "
+                 "--baseline-capacity REQ_PER_S (one of them)")  # fmt: skip
         if alpha is None and target_roi is None:
             fail("--from-whatif needs --alpha (the ROI at that α) or --target-roi MONTHS (the α paying back)")
-        if monthly_tokens is None or baseline_throughput is None or baseline_price is None:
-            fail("--from-whatif needs --monthly-tokens, --baseline-throughput and --price-baseline")
+        by_tokens = traffic is None or monthly_tokens is not None or baseline_throughput is not None
+        if baseline_price is None or (by_tokens and (monthly_tokens is None or baseline_throughput is None)):
+            fail("--from-whatif needs --price-baseline, and --monthly-tokens with --baseline-throughput "
+                 "(or --traffic with --from-sweep or --baseline-capacity)")  # fmt: skip
         if alpha is not None:
             check_range("--alpha", alpha, low=0, high=1)
         if target_roi is not None:
             check_range("--target-roi", target_roi, low=0, low_open=True)
-        check_outputs({"--json": json_out}, {"--from-whatif": from_whatif})
-        inputs = roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price, engineering_cost,
-                            horizon_months)  # fmt: skip
+        check_range("--traffic", traffic, low=0, low_open=True)
+        check_range("--baseline-capacity", baseline_capacity, low=0, low_open=True)
+        check_range("--horizon-months", horizon_months, low=0, low_open=True)
+        given = {"--from-whatif": from_whatif} | ({} if from_sweep is None else {"--from-sweep": from_sweep})
+        check_outputs({"--json": json_out}, given)
+        inputs = None
+        if by_tokens:
+            assert monthly_tokens is not None and baseline_throughput is not None
+            inputs = roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price,
+                                engineering_cost, horizon_months)  # fmt: skip
+        ask = None
+        if traffic is not None:
+            cost = parse_amount(engineering_cost, "--engineering-cost")
+            check_range("--engineering-cost", cost, low=0)
+            check_range("--price-baseline", baseline_price, low=0)
+            check_range("--price-speculative", spec_price, low=0)
+            spec = baseline_price if spec_price is None else spec_price
+            ask = CapacityAsk(
+                traffic, from_sweep, baseline_capacity, baseline_price, spec, cost, horizon_months
+            )
         roi_from_whatif(from_whatif, inputs, alpha=alpha, k=k, batch=batch, payback_months=target_roi,
-                        json_out=json_out)  # fmt: skip
+                        json_out=json_out, capacity=ask)  # fmt: skip
         return
     if from_sweep is not None:
         from specmeter.cli.roi_sweep import roi_from_sweep

@@ -43,7 +43,7 @@ def outcome_rows(r: Money | RoiResult, horizon_months: float) -> list[tuple[str,
     ]
 
 
-def print_roi_table(title: str, rows: list[tuple[str, str]], r: RoiResult, loss: str) -> None:
+def print_roi_table(title: str, rows: list[tuple[str, str]], r: Money | RoiResult, loss: str) -> None:
     """A two-column table (figure, value), then ``loss`` in red when speculation saves nothing."""
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column(style="bold")

@@ -72,6 +72,14 @@ def whatif(
             "unconditional, non-increasing, one per position, e.g. 0.9,0.8,0.7,0.6); repeat for several.",
         ),
     ] = None,
+    length: Annotated[
+        str | None,
+        typer.Option(
+            "--length",
+            help="Mean acceptance lengths L instead (vLLM's synthetic_acceptance_length: tokens per step, "
+            "in [1, k+1]; as vLLM: ⌊L−1⌋ positions always accepted, one with the remainder), e.g. 2.5,3.2.",
+        ),
+    ] = None,
     k: Annotated[str, typer.Option("--k", help="Draft lengths, e.g. 2,4.")] = _list(BENCH_K),
     batch: Annotated[
         str, typer.Option("--batch", help="Batch sizes to measure at (waves of B sequences), e.g. 1,4,16.")
@@ -94,8 +102,13 @@ def whatif(
     options: dict[str, Any],
 ) -> None:
     """What an acceptance rate you do not have yet would buy: E(α, k, B) measured with forced acceptance."""
+    if length is not None and (rates or alpha != _list(WHATIF_ALPHAS)):
+        fail("--length: give mean acceptance lengths or --alpha/--rates, not both")
+    lengths = [] if length is None else parse_float_list(length, "--length", low=1)
     alphas = (
-        [] if rates and alpha == _list(WHATIF_ALPHAS) else parse_float_list(alpha, "--alpha", low=0, high=1)
+        []
+        if (rates or lengths) and alpha == _list(WHATIF_ALPHAS)
+        else parse_float_list(alpha, "--alpha", low=0, high=1)
     )
     profiles = [_rates(r) for r in rates or []]
     ks = parse_int_list(k, "--k")
@@ -109,7 +122,8 @@ def whatif(
 
     with measure_errors():
         cfg = WhatifConfig(
-            measure=cfg_measure, alphas=alphas, rates=profiles, batches=batches, overlay=overlay or [],
+            measure=cfg_measure, alphas=alphas, rates=profiles, lengths=lengths, batches=batches,
+            overlay=overlay or [],
             at_alpha=at_alpha,
         )  # fmt: skip
     quiet = options["quiet"]

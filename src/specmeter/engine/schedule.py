@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KSchedule", "ScheduleError", "parse_schedule_option"]
+__all__ = ["KSchedule", "ScheduleError", "find_schedule", "parse_schedule_option"]
 
 
 class ScheduleError(ValueError):
@@ -135,14 +135,61 @@ class KSchedule:
         return "; ".join(parts) + " (larger B: last k)"
 
 
+KEY = "num_speculative_tokens_per_batch_size"
+
+
+def _schedules_in(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Every ``num_speculative_tokens_per_batch_size`` nested in ``value``, with its dotted path."""
+    found: list[tuple[str, Any]] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            if key == KEY:
+                found.append((here, item))
+            else:
+                found += _schedules_in(item, here)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += _schedules_in(item, f"{path}[{i}]")
+    return found
+
+
+def find_schedule(value: Any) -> Any:
+    """The schedule in a JSON value: a bare ``[[lo, hi, k], ...]`` list, or the one
+    ``num_speculative_tokens_per_batch_size`` nested in an object — a ``--speculative-config``, a ``tune
+    --batch`` result (``tune.batch``, its ``speculative_config`` repeating it), a ``sweep`` result
+    (``sweep.schedule``) or the demo's summary. ScheduleError when an object holds none, or several that
+    differ (each named by its path)."""
+    if not isinstance(value, Mapping):
+        return value
+    found = _schedules_in(value)
+    distinct = {json.dumps(v, sort_keys=True) for _, v in found}
+    if not found:
+        kind = f" (a {value['kind']} result)" if isinstance(value.get("kind"), str) else ""
+        raise ScheduleError(
+            f"no {KEY} in this JSON object{kind}: give the list itself, a tune --batch result "
+            "(tune.batch) or a sweep result (sweep.schedule)"
+        )
+    if len(distinct) > 1:
+        raise ScheduleError(
+            f"{len(distinct)} different schedules in it ({', '.join(p for p, _ in found)}); pass the one "
+            "to serve as a JSON list"
+        )
+    return found[0][1]
+
+
 def parse_schedule_option(text: str, option: str = "--k-schedule") -> KSchedule:
-    """``--k-schedule`` as JSON text or as the path of a JSON file; ScheduleError names the option."""
+    """``--k-schedule`` as JSON text or as the path of a JSON file; ScheduleError names the option.
+
+    The JSON is the list itself or any object holding exactly one schedule (``find_schedule``): a tune
+    ``--json`` result of ``tune --batch``, a sweep result, a ``--speculative-config``.
+    """
     source = text.strip()
     where = option
-    if not source.startswith("["):
+    if not source.startswith(("[", "{")):
         path = Path(source).expanduser()
         if not path.is_file():
-            raise ScheduleError(f"{option}: {text!r} is neither a JSON list nor a file")
+            raise ScheduleError(f"{option}: {text!r} is neither a JSON list nor a file (nor a JSON object)")
         try:
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
@@ -152,9 +199,7 @@ def parse_schedule_option(text: str, option: str = "--k-schedule") -> KSchedule:
         value = json.loads(source)
     except json.JSONDecodeError as e:
         raise ScheduleError(f"{where}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
-    if isinstance(value, dict):  # a whole --speculative-config or tune's result section pasted in
-        value = value.get("num_speculative_tokens_per_batch_size", value)
     try:
-        return KSchedule.parse(value)
+        return KSchedule.parse(find_schedule(value))
     except ScheduleError as e:
         raise ScheduleError(f"{where}: {e}") from None

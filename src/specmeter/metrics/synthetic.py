@@ -17,6 +17,15 @@ and any mix of requests — the tokens a step yields on average depend on α and
 changes is second order (how often a step is fully accepted, which makes the draft catch up two tokens).
 ``--rates`` takes an explicit profile instead (vLLM's list), from which α = (1/k) Σ r_i.
 
+``--length L`` is vLLM's other form, ``synthetic_acceptance_length``: a mean acceptance length L in
+[1, k + 1] (tokens per step, the target's own token included), which vLLM resolves to rates with its
+minimum-variance schedule (``SpeculativeConfig._acceptance_length_to_rates``): with a = L − 1 accepted drafts
+on average, the first ⌊a⌋ positions are always accepted, the next with probability a − ⌊a⌋, the rest never:
+
+    r = (1, …, 1, a − ⌊a⌋, 0, …, 0)[:k]        so τ = 1 + Σ r_i = L and α = (L − 1) / k.
+
+``profile_from_length`` is that definition, so a ``--length`` cell verifies with the rates vLLM would.
+
 Pure Python; no torch.
 """
 
@@ -27,7 +36,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["SyntheticProfile", "alpha_of_rates", "geometric_profile", "profile_from_rates"]
+__all__ = [
+    "SyntheticProfile",
+    "alpha_of_rates",
+    "geometric_profile",
+    "length_rates",
+    "profile_from_length",
+    "profile_from_rates",
+]
 
 _TOLERANCE = 1e-12
 
@@ -39,8 +55,8 @@ class SyntheticProfile:
     alpha: float  # A / D of full drafts of length k: (1/k) Σ r_i
     k: int
     rates: tuple[float, ...]  # r_1 … r_k, unconditional, non-increasing
-    beta: float | None  # the geometric profile's conditional rate; None for an explicit profile
-    profile: str  # "geometric" or "given"
+    beta: float | None  # the geometric profile's conditional rate; None for an explicit or length profile
+    profile: str  # "geometric", "given" (rates) or "length" (vLLM's synthetic_acceptance_length)
 
     @property
     def tau(self) -> float:
@@ -101,3 +117,25 @@ def profile_from_rates(rates: Sequence[float]) -> SyntheticProfile:
     return SyntheticProfile(
         alpha=alpha_of_rates(values), k=len(values), rates=values, beta=None, profile="given"
     )
+
+
+def length_rates(length: float, k: int) -> tuple[float, ...]:
+    """vLLM's rates for ``synthetic_acceptance_length`` L at k positions (its minimum-variance schedule).
+
+    a = L − 1 accepted drafts expected; ⌊a⌋ positions at 1, one at a − ⌊a⌋, the rest 0, cut to k
+    (``vllm/config/speculative.py``, ``SpeculativeConfig._acceptance_length_to_rates``). L must lie in
+    [1, k + 1], as vLLM checks.
+    """
+    if isinstance(k, bool) or k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if isinstance(length, bool) or not math.isfinite(length) or not 1.0 <= length <= k + 1:
+        raise ValueError(f"an acceptance length at k = {k} must be in [1, {k + 1}], got {length}")
+    drafts = length - 1.0
+    full = int(drafts)
+    return tuple(([1.0] * full + [drafts - full] + [0.0] * (k - full - 1))[:k])
+
+
+def profile_from_length(length: float, k: int) -> SyntheticProfile:
+    """The profile of vLLM's ``synthetic_acceptance_length`` L at draft length k: τ = L, α = (L − 1) / k."""
+    rates = length_rates(length, k)
+    return SyntheticProfile(alpha=alpha_of_rates(rates), k=k, rates=rates, beta=None, profile="length")
