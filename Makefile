@@ -57,13 +57,13 @@ test-vllm: $(VLLM_STAMP)
 PROM_DIR := .prometheus
 
 prometheus-bin:
-	@command -v prometheus >/dev/null 2>&1 || test -x $(PROM_DIR)/usr/bin/prometheus || ( \
+	@(command -v prometheus && command -v promtool) >/dev/null 2>&1 || test -x $(PROM_DIR)/usr/bin/promtool || ( \
 		mkdir -p $(PROM_DIR) && cd $(PROM_DIR) && \
 		(apt-get download prometheus || (apt-get update -qq && apt-get download prometheus)) && \
 		dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb )
 
 test-prometheus: $(STAMP) prometheus-bin
-	PATH="$(CURDIR)/$(PROM_DIR)/usr/bin:$$PATH" $(BIN)/python -m pytest -q -s -m prometheus tests/real_prometheus
+	SPECMETER_REQUIRE_REAL=1 PATH="$(CURDIR)/$(PROM_DIR)/usr/bin:$$PATH" $(BIN)/python -m pytest -q -s -m prometheus tests/real_prometheus
 
 # llama.cpp's server, built from the llama.cpp that the PyPI source distribution of llama-cpp-python vendors
 # (pip is the only way anything reaches this machine; only llama-server is built, CPU, 3.3 minutes on 2 quiet
@@ -118,7 +118,7 @@ $(LLAMACPP_STAMP): $(LLAMACPP_SERVER) $(LLAMACPP_GGUF)
 # Real llama-server: tokens equal the bundled tokenizer's, load and monitor against its counters, per-response
 # timings, llama.cpp vs native greedy acceptance (printed). The fixtures it records go to tests/fixtures/.
 test-llamacpp: $(STAMP) $(LLAMACPP_STAMP)
-	LLAMACPP_SERVER=$(abspath $(LLAMACPP_SERVER)) LLAMACPP_MODELS=$(abspath $(LLAMACPP_MODELS)) \
+	SPECMETER_REQUIRE_REAL=1 LLAMACPP_SERVER=$(abspath $(LLAMACPP_SERVER)) LLAMACPP_MODELS=$(abspath $(LLAMACPP_MODELS)) \
 		$(BIN)/python -m pytest -q -m llamacpp tests/real_llamacpp
 
 # Debian's Chromium for the HTML report's rendering test (skipped when it is absent). Needs root and apt.
