@@ -2,7 +2,7 @@
 
 KeyboardInterrupt is raised where Python would raise it for a SIGINT (inside model loading, inside the cost
 curve), by patching the function that runs at that moment. Ctrl-C during the runs themselves (finished
-requests kept) is covered in test_cli_bench.py; load's in test_cli_load_interrupt.py.
+requests kept) is covered in test_cli_bench.py; load's in tests/serving/test_serving_load_exits.py.
 """
 
 from __future__ import annotations

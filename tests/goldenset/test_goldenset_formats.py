@@ -200,3 +200,11 @@ def test_goldenset_does_not_import_torch() -> None:
 
     code = "import sys, specmeter.goldenset, specmeter.goldenset.view; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_a_file_that_is_not_utf8_is_one_problem_naming_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(json.dumps({"prompt": "ok"}).encode() + b"\n" + b'{"prompt": "caf\xe9"}\n')
+    result = read_prompts([str(path)])
+    assert result.prompts == []
+    assert [str(p) for p in result.problems] == [f"{path}:2: not valid UTF-8 (byte 0xe9), the whole file"]

@@ -525,7 +525,7 @@ def read_prompts(
             except UnicodeDecodeError as e:
                 line = raw[: e.start].count(b"\n") + 1
                 out.problems.append(
-                    Problem(file, line, f"not valid UTF-8 (byte 0x{raw[e.start]:02x}); file skipped")
+                    Problem(file, line, f"not valid UTF-8 (byte 0x{raw[e.start]:02x}), the whole file")
                 )
                 continue
             is_csv = fmt == "csv" or (fmt == "auto" and path.suffix.lower() in (".csv", ".tsv"))

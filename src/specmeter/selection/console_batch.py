@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from specmeter.metrics.records import run_label
 from specmeter.report.fmt import fmt_ms, fmt_pct, fmt_speedup
 
 _GOOD, _BAD = "bold green", "bold red"
@@ -91,7 +92,7 @@ def render_batch_bench(section: Mapping[str, Any], console: Console) -> None:
         e = r.get("speedup_measured_decode")
         style = "" if e is None else (_GOOD if e >= 1.0 else _BAD)
         table.add_row(
-            f"{r['draft']}@k={r['k']}",
+            run_label(r["draft"], r["k"]),
             "—" if r["acceptance_length"] is None else f"{r['acceptance_length']:.2f}",
             Text(fmt_speedup(e), style=style),
             "—" if not ci else f"{fmt_speedup(ci[0])}–{fmt_speedup(ci[1])}",
