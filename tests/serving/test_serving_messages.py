@@ -238,8 +238,10 @@ def test_request_with_system_blocks_and_history() -> None:
 def served(tiny: Any) -> Iterator[dict[str, Any]]:
     spec = LocalEngine.load(tiny.target, tiny.draft, 4, device="cpu")
     with (
-        ServerThread(create_app(spec)) as s,
-        ServerThread(create_app(spec, ServeConfig(api_key="sekrit"))) as a,
+        # One server batches (serve's default on a CPU is 16), the other decodes one request at a time:
+        # the Messages API behaves the same in both modes.
+        ServerThread(create_app(spec, ServeConfig(max_batch=4))) as s,
+        ServerThread(create_app(spec, ServeConfig(api_key="sekrit", max_batch=1))) as a,
     ):
         yield {"spec": s.url, "auth": a.url, "model": spec.model_name}
 

@@ -27,7 +27,7 @@ from specmeter.bundled.models import bundled_model
 from specmeter.engine.loader import load_tokenizer
 from specmeter.metrics.records import Emission, FinishReason, StepRecord
 from specmeter.monitoring.promtext import parse_metrics
-from specmeter.serving.app import create_app
+from specmeter.serving.app import ServeConfig, create_app
 from specmeter.serving.client import StreamRequest, stream_request
 from specmeter.serving.engine import Decoding, Emit
 from specmeter.serving.responses import TextStream
@@ -57,6 +57,7 @@ class ByteEngine:
     def __init__(self) -> None:
         self.hold = threading.Event()
         self.hold.set()
+        self.batches = 0  # batch sessions opened (serve --max-batch > 1)
 
     def encode_text(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
@@ -83,13 +84,49 @@ class ByteEngine:
         emissions = tuple(Emission(0.001 * (i + 1), 1) for i in range(len(out)))
         return _Result(tuple(out), (), emissions, 0.001, 0.001 * max(len(out), 1), 0.0, reason)
 
+    def open_batch(self, max_batch: int) -> _ByteBatch:
+        self.batches += 1
+        return _ByteBatch(self)
 
-@pytest.fixture
-def byte_server() -> Iterator[tuple[ByteEngine, str]]:
+
+class _ByteBatch:
+    """``ByteEngine``'s continuous-batching session: every live sequence advances one byte per step, so
+    rows that joined at different times cut different characters in the same step."""
+
+    def __init__(self, engine: ByteEngine) -> None:
+        self.engine = engine
+        self.rows: dict[Any, tuple[list[int], int, Emit]] = {}
+
+    @property
+    def live(self) -> int:
+        return len(self.rows)
+
+    def add(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit, tag: Any) -> None:
+        self.rows[tag] = ([], decoding.max_tokens, on_emit)
+
+    def step(self) -> list[tuple[Any, _Result]]:
+        while not self.engine.hold.wait(0.01):
+            pass
+        answer, done = ANSWER.encode("utf-8"), []
+        for tag, (out, limit, on_emit) in list(self.rows.items()):
+            out.append(answer[len(out)])
+            stop = on_emit([out[-1]])
+            if stop or len(out) >= min(limit, len(answer)):
+                del self.rows[tag]
+                emissions = tuple(Emission(0.001 * (i + 1), 1) for i in range(len(out)))
+                reason: FinishReason = "interrupted" if stop else "length"
+                done.append((tag, _Result(tuple(out), (), emissions, 0.001, 0.001 * len(out), 0.0, reason)))
+        return done
+
+
+@pytest.fixture(params=[1, 4], ids=["max_batch=1", "max_batch=4"])
+def byte_server(request: pytest.FixtureRequest) -> Iterator[tuple[ByteEngine, str]]:
+    # Every behaviour here holds at any batch size: the single-stream loop and continuous batching.
     engine = ByteEngine()
-    with ServerThread(create_app(engine)) as server:
+    with ServerThread(create_app(engine, ServeConfig(max_batch=request.param))) as server:
         yield engine, server.url
         engine.hold.set()
+    assert (engine.batches > 0) == (request.param > 1)  # the mode asked for is the one that ran
 
 
 def test_text_stream_through_the_bundled_tokenizer() -> None:
