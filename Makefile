@@ -46,7 +46,7 @@ $(VLLM_STAMP): pyproject.toml Makefile
 	touch $(VLLM_STAMP)
 
 # Real vLLM: offline bench/tune against vLLM's counters, a vLLM server under load and monitor, native vs
-# vLLM acceptance (printed). About 5 minutes on 2 cores once the environment exists.
+# vLLM acceptance (printed). About 8 minutes on 2 cores once the environment exists (20 tests).
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_BIN)/python -m pytest -q -m vllm tests/real_vllm
 
