@@ -170,7 +170,7 @@ def load(
     max_error_rate: lo.MaxErrorRate = None,
 ) -> None:
     """Load-test an OpenAI or Anthropic Messages API server: latency, acceptance, E_meas per load level."""
-    from specmeter.serving.loadconfig import LoadConfig, LoadError, Phase
+    from specmeter.serving.loadconfig import LoadConfig, LoadConfigError, LoadError, Phase
     from specmeter.serving.loadrequests import CHUNK_COUNTS
     from specmeter.workloads import WorkloadError, load_workload
 
@@ -228,41 +228,44 @@ def load(
     else:
         phases = lo.levels(concurrency, rate)
     kind = kind_from_option(server)
-    cfg = LoadConfig(
-        endpoint=endpoint,
-        prompts=workload.prompts,
-        baseline=baseline,
-        phases=phases,
-        arrival=cast(Any, arrival),
-        burstiness=burstiness or 1.0,
-        trace=entries,
-        trace_speed=trace_speed,
-        temperatures=temperatures if len(temperatures) > 1 else (),
-        limit=limit,
-        duration=duration,
-        warmup=warmup,
-        max_tokens=max_tokens,
-        temperature=temperatures[0],
-        top_p=top_p,
-        seed=seed,
-        request_seeds=request_seeds,
-        chunk_counts=cast(Any, chunk_counts),
-        api=cast(Any, api),
-        model=model,
-        baseline_model=baseline_model,
-        api_key=api_key,
-        k=k,
-        server_kind=cast(Any, kind),
-        metrics_url=metrics_url,
-        baseline_metrics_url=baseline_metrics_url,
-        scrape_metrics=not no_metrics,
-        extra_body=_extra_body(extra_body),
-        stall_timeout=stall_timeout,
-        request_timeout=request_timeout,
-        blocks=blocks,
-        slo=slo_spec,
-        client_processes=client_processes,
-    )
+    try:  # the CLI checked every option already; LoadConfig checks again for library callers
+        cfg = LoadConfig(
+            endpoint=endpoint,
+            prompts=workload.prompts,
+            baseline=baseline,
+            phases=phases,
+            arrival=cast(Any, arrival),
+            burstiness=burstiness or 1.0,
+            trace=entries,
+            trace_speed=trace_speed,
+            temperatures=temperatures if len(temperatures) > 1 else (),
+            limit=limit,
+            duration=duration,
+            warmup=warmup,
+            max_tokens=max_tokens,
+            temperature=temperatures[0],
+            top_p=top_p,
+            seed=seed,
+            request_seeds=request_seeds,
+            chunk_counts=cast(Any, chunk_counts),
+            api=cast(Any, api),
+            model=model,
+            baseline_model=baseline_model,
+            api_key=api_key,
+            k=k,
+            server_kind=cast(Any, kind),
+            metrics_url=metrics_url,
+            baseline_metrics_url=baseline_metrics_url,
+            scrape_metrics=not no_metrics,
+            extra_body=_extra_body(extra_body),
+            stall_timeout=stall_timeout,
+            request_timeout=request_timeout,
+            blocks=blocks,
+            slo=slo_spec,
+            client_processes=client_processes,
+        )
+    except LoadConfigError as e:
+        fail(str(e))
     config = {
         "endpoint": endpoint,
         "baseline": baseline,

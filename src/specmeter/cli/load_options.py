@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLIENT_PROCESSES",
-    "MAX_CLIENT_PROCESSES",
-    "MAX_SECONDS",
     "MAX_TOKENS",
     "STALL_TIMEOUT",
     "TOP_P",
@@ -51,8 +49,6 @@ __all__ = [
 ]
 
 WARMUP, MAX_TOKENS, TOP_P, STALL_TIMEOUT, CLIENT_PROCESSES = 2, 128, 1.0, 60.0, 1  # LoadConfig's
-MAX_CLIENT_PROCESSES = 64
-MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
 
 Prompts = Annotated[
     Path, typer.Option("--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl.")
@@ -118,7 +114,10 @@ def check_client(
     client_processes: int = CLIENT_PROCESSES,
     max_error_rate: float | None = None,
 ) -> None:
-    """The shared options' ranges (and the command's ``timeouts``, by option): one ``error:`` line each."""
+    """The shared options' ranges (and the command's ``timeouts``, by option): one ``error:`` line each,
+    before any file is read; ``LoadConfig`` checks the same ranges again for library callers."""
+    from specmeter.serving.loadconfig import MAX_CLIENT_PROCESSES, MAX_SECONDS
+
     check_range("--limit", limit, low=1)
     check_range("--max-tokens", max_tokens, low=1)
     check_range("--warmup", warmup, low=0)

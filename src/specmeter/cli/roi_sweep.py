@@ -47,6 +47,7 @@ def roi_from_sweep(
 ) -> None:
     from specmeter.economics.capacityroi import capacity_roi, sweep_capacity
     from specmeter.report.files import write_json_atomic
+
     check_range("--traffic", traffic, low=0, low_open=True)
     result = read_sweep(path)
     try:

@@ -171,7 +171,7 @@ def sweep(
 ) -> None:
     """Sweep real servers over k × load level: E_meas with drift, α/τ from the server, best k, schedule."""
     from specmeter.serving.launch import LaunchError, check_template
-    from specmeter.serving.loadconfig import LoadConfig
+    from specmeter.serving.loadconfig import LoadConfig, LoadConfigError
     from specmeter.serving.sweepconfig import ServerConfig, SweepConfig
     from specmeter.workloads import WorkloadError, load_workload
 
@@ -235,24 +235,27 @@ def sweep(
         workload = load_workload(prompts)
     except WorkloadError as e:
         fail(str(e))
-    load = LoadConfig(
-        endpoint="",
-        prompts=workload.prompts,
-        phases=phases,
-        limit=limit,
-        warmup=warmup,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        seed=seed,
-        api=cast(Any, api),
-        model=model,
-        baseline_model=model,
-        api_key=api_key,
-        stall_timeout=stall_timeout,
-        request_timeout=request_timeout,
-        client_processes=client_processes,
-    )
+    try:  # the CLI checked every option already; LoadConfig checks again for library callers
+        load = LoadConfig(
+            endpoint="",
+            prompts=workload.prompts,
+            phases=phases,
+            limit=limit,
+            warmup=warmup,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            api=cast(Any, api),
+            model=model,
+            baseline_model=model,
+            api_key=api_key,
+            stall_timeout=stall_timeout,
+            request_timeout=request_timeout,
+            client_processes=client_processes,
+        )
+    except LoadConfigError as e:
+        fail(str(e))
     cfg = SweepConfig(
         load=load,
         configs=configs,

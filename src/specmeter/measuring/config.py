@@ -22,6 +22,7 @@ from typing import Any
 
 from specmeter.measuring.errors import MeasureError
 from specmeter.measuring.outputs import check_output_paths
+from specmeter.metrics.acceptance import K_MAX_LIMIT  # re-exported: the commands' k ceiling
 
 __all__ = [
     "BACKENDS",
@@ -47,10 +48,6 @@ SEED_MAX = 2**62  # a seed plus a request's index stays a 64-bit integer (torch'
 BENCH_K = (4,)
 SELECT_K = (1, 2, 4)
 TUNE_K_MAX = 8
-# The largest draft length a k option takes without a model to bound it: tune's --k-max, and the server's k
-# that load --k and monitor --k describe (engines draft a handful of tokens; vLLM's EAGLE/MTP ones under 10).
-# bench/select/serve --k are bounded by the models' context instead (a step needs k + 1 positions).
-K_MAX_LIMIT = 64
 BATCH_MAX = 256  # --batch: rows of one batched KV cache
 
 

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 from specmeter.metrics.records import RequestRecord, StepRecord
 
+# The largest draft length an option takes without a model to bound it: tune's --k-max, and the server's k
+# that load --k and monitor --k describe (engines draft a handful of tokens; vLLM's EAGLE/MTP ones under 10).
+# bench/select/serve --k are bounded by the models' context instead (a step needs k + 1 positions).
+# Per-position tables are k long, so an unbounded k is unbounded memory.
+K_MAX_LIMIT = 64
+
 __all__ = [
+    "K_MAX_LIMIT",
     "AcceptanceCounts",
     "PositionAcceptance",
     "acceptance_counts",

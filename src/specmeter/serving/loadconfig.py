@@ -8,25 +8,63 @@ recording what comes back) → ``loadreadings`` (what the server's own /metrics 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+from specmeter.metrics.acceptance import K_MAX_LIMIT
 from specmeter.metrics.slo import SLO
 from specmeter.monitoring.adapters import ServerKind
 from specmeter.serving.messages_api import messages_headers
 from specmeter.serving.trace import TraceEntry
 from specmeter.workloads.loader import Prompt
 
-__all__ = ["Arrival", "ChunkCounts", "Endpoint", "LoadConfig", "LoadError", "Phase", "Role"]
+__all__ = [
+    "MAX_CLIENT_PROCESSES",
+    "MAX_SECONDS",
+    "Arrival",
+    "ChunkCounts",
+    "Endpoint",
+    "LoadConfig",
+    "LoadConfigError",
+    "LoadError",
+    "Phase",
+    "Role",
+]
 
 Role = Literal["speculative", "baseline"]
 Arrival = Literal["poisson", "constant", "gamma"]
 ChunkCounts = Literal["auto", "usage", "token_ids", "timings", "none"]
+Api = Literal["auto", "completions", "chat", "messages"]
+
+MAX_CLIENT_PROCESSES = 64  # --client-processes: worker processes reading the streams (loadworkers)
+MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
 
 
 class LoadError(RuntimeError):
     """A problem that stops the run before it measures anything (unreachable endpoint, no model)."""
+
+
+class LoadConfigError(LoadError, ValueError):
+    """A ``LoadConfig`` field out of its range; the message names the command-line option it comes from."""
+
+
+def _in(
+    option: str, value: float | None, low: float, high: float | None = None, open_low: bool = False
+) -> None:
+    """``value`` is None or a finite number in [low, high] ((low, high] with ``open_low``), else one line."""
+    if value is None:
+        return
+    above = value > low if open_low else value >= low
+    if not (math.isfinite(value) and above and (high is None or value <= high)):
+        span = f"{'(' if open_low else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
+        raise LoadConfigError(f"{option} must be in {span}, got {value:g}")
+
+
+def _one_of(option: str, value: str, kinds: Any) -> None:
+    if value not in get_args(kinds):
+        raise LoadConfigError(f"{option}: {value!r} is not one of {', '.join(get_args(kinds))}")
 
 
 @dataclass
@@ -82,7 +120,7 @@ class LoadConfig:
     seed: int = 0  # Poisson arrivals; request i carries seed + i only with request_seeds
     request_seeds: bool = False
     chunk_counts: ChunkCounts = "auto"  # the per-chunk token count asked of the server (loadrequests)
-    api: Literal["auto", "completions", "chat", "messages"] = "auto"  # messages: Anthropic's /v1/messages
+    api: Api = "auto"  # messages: Anthropic's /v1/messages
     model: str | None = None
     baseline_model: str | None = None
     api_key: str | None = None
@@ -97,6 +135,36 @@ class LoadConfig:
     client_processes: int = 1  # worker processes that read the streams (loadworkers); 1 = in-process
     blocks: int | None = None  # alternation blocks per phase; None = automatic
     slo: SLO | None = None  # --slo: every level's requests judged against it (metrics.slo)
+
+    def __post_init__(self) -> None:
+        """Every number and choice checked once, for library callers as for the CLI (which checks the same
+        options first, with the same ranges, to name them before it reads any file): ``LoadConfigError``."""
+        if not self.phases:
+            raise LoadConfigError("--concurrency/--rate: no load level given")
+        for phase in self.phases:
+            if (phase.concurrency is None) == (phase.rate is None) and not phase.trace:
+                raise LoadConfigError("a load level is either a --concurrency or a --rate")
+            _in("--concurrency", phase.concurrency, 1)
+            _in("--rate", phase.rate, 0, open_low=True)
+        if self.limit is not None and self.duration is not None:
+            raise LoadConfigError("--limit and --duration both bound a level; give one of them")
+        _in("--limit", self.limit, 1)
+        _in("--duration", self.duration, 0, MAX_SECONDS, open_low=True)
+        _in("--warmup", self.warmup, 0)
+        _in("--max-tokens", self.max_tokens, 1)
+        for t in (self.temperature, *self.temperatures):
+            _in("--temperature", t, 0, 2)
+        _in("--top-p", self.top_p, 0, 1, open_low=True)
+        _in("--burstiness", self.burstiness, 0, open_low=True)
+        _in("--trace-speed", self.trace_speed, 0, open_low=True)
+        _in("--stall-timeout", self.stall_timeout, 0, MAX_SECONDS, open_low=True)
+        _in("--request-timeout", self.request_timeout, 0, MAX_SECONDS, open_low=True)
+        _in("--client-processes", self.client_processes, 1, MAX_CLIENT_PROCESSES)
+        _in("--k", self.k, 1, K_MAX_LIMIT)
+        _in("--blocks", self.blocks, 1)
+        _one_of("--arrival", self.arrival, Arrival)
+        _one_of("--chunk-counts", self.chunk_counts, ChunkCounts)
+        _one_of("--api", self.api, Api)
 
     def temperature_of(self, index: int) -> float:
         """Request ``index``'s temperature: the trace line's, else --temperature's (cycling over a list)."""
