@@ -159,9 +159,16 @@ def _payback(
         console.print(f"To pay {cost} back within {payback_months:g} months a draft must reach "
                       f"α ≥ {a:.2f} (k={k_used}, B={b}: E ≥ {needed:.2f}×){note}.",
                       style="bold")  # fmt: skip
-    return {"months": payback_months, "speedup_needed": needed,
-            "alpha_needed": None if found is None else found[0], "k": None if found is None else found[1],
-            "extrapolated": None if found is None else found[2]}  # fmt: skip
+    return _payback_facts(payback_months, needed, found)
+
+
+def _payback_facts(
+    months: float, needed: float | None, found: tuple[float, int, bool] | None
+) -> dict[str, Any]:
+    """The JSON of a payback question: the E it needs and the α (k, extrapolated) that reaches it."""
+    a, k_used, extrapolated = (None, None, None) if found is None else found
+    return {"months": months, "speedup_needed": needed, "alpha_needed": a, "k": k_used,
+            "extrapolated": extrapolated}  # fmt: skip
 
 
 def _baseline(ask: CapacityAsk) -> Any:
@@ -279,9 +286,7 @@ def _capacity_payback(
         console.print(f"To pay {cost} back within {months:g} months {at} a draft must reach α ≥ {a:.2f} "
                       f"(k={k_used}, B={b}: E ≥ {needed:.2f}×{fleet}; assuming capacity scales with E)"
                       f"{note}.", style="bold")  # fmt: skip
-    return {"months": months, "speedup_needed": needed, "alpha_needed": None if found is None else found[0],
-            "k": None if found is None else found[1],
-            "extrapolated": None if found is None else found[2]}  # fmt: skip
+    return _payback_facts(months, needed, found)
 
 
 def _table(r: Any, title: str) -> None:

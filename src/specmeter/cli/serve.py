@@ -100,9 +100,10 @@ def serve(
         fail(f"--max-waiting must be >= 1, got {max_waiting}")
     if implementation not in ("auto", "native", "transformers"):
         fail(f"--implementation: {implementation!r} is not one of auto, native, transformers")
-    given = (k_schedule or "").strip()
-    schedule_file = Path(given) if given and not given.startswith("[") else None  # a JSON file, not JSON
-    check_outputs({"--log": log}, {"--target": target, "--draft": draft, "--k-schedule": schedule_file})
+    from specmeter.engine.schedule import schedule_file
+
+    given = schedule_file(k_schedule) if k_schedule and k_schedule.strip() else None  # a file, not JSON
+    check_outputs({"--log": log}, {"--target": target, "--draft": draft, "--k-schedule": given})
     if not _is_loopback(host) and api_key is None:
         err_console.print(
             f"[yellow]warning:[/] binding {host} exposes the server beyond this machine without --api-key"

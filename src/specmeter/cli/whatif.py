@@ -102,8 +102,6 @@ def whatif(
     options: dict[str, Any],
 ) -> None:
     """What an acceptance rate you do not have yet would buy: E(α, k, B) measured with forced acceptance."""
-    if length is not None and (rates or alpha != _list(WHATIF_ALPHAS)):
-        fail("--length: give mean acceptance lengths or --alpha/--rates, not both")
     lengths = [] if length is None else parse_float_list(length, "--length", low=1)
     alphas = (
         []

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KSchedule", "ScheduleError", "find_schedule", "parse_schedule_option"]
+__all__ = ["KSchedule", "ScheduleError", "find_schedule", "parse_schedule_option", "schedule_file"]
 
 
 class ScheduleError(ValueError):
@@ -178,6 +178,12 @@ def find_schedule(value: Any) -> Any:
     return found[0][1]
 
 
+def schedule_file(text: str) -> Path | None:
+    """The file ``--k-schedule`` names, or None when its text is JSON itself (a list or an object)."""
+    source = text.strip()
+    return None if source.startswith(("[", "{")) else Path(source).expanduser()
+
+
 def parse_schedule_option(text: str, option: str = "--k-schedule") -> KSchedule:
     """``--k-schedule`` as JSON text or as the path of a JSON file; ScheduleError names the option.
 
@@ -186,8 +192,8 @@ def parse_schedule_option(text: str, option: str = "--k-schedule") -> KSchedule:
     """
     source = text.strip()
     where = option
-    if not source.startswith(("[", "{")):
-        path = Path(source).expanduser()
+    path = schedule_file(text)
+    if path is not None:
         if not path.is_file():
             raise ScheduleError(f"{option}: {text!r} is neither a JSON list nor a file (nor a JSON object)")
         try:

@@ -53,6 +53,10 @@ class Streams:
         """CPU used outside this process for the streams: none in-process."""
         return 0.0
 
+    def pids(self) -> tuple[int, ...]:
+        """Processes besides this one that read the streams: none in-process (``WorkerStreams`` has some)."""
+        return ()
+
     async def send(
         self, request: StreamRequest, slot: int, on_cancel: OnOutcome | None = None
     ) -> RequestOutcome:

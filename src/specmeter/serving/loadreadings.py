@@ -39,7 +39,7 @@ from specmeter.monitoring.adapters import (
     read_queue,
 )
 from specmeter.monitoring.monitor import sglang_server_info_tau
-from specmeter.monitoring.promtext import ScrapeError, metrics_url, parse_metrics, scrape
+from specmeter.monitoring.promtext import ScrapeError, metrics_url, scrape
 from specmeter.serving.client import AUTH_HINT
 from specmeter.serving.loadconfig import Endpoint, LoadConfig, LoadError, Role
 
@@ -171,14 +171,7 @@ async def read(client: httpx.AsyncClient, ep: Endpoint, into: ServerReadings) ->
 async def _queue_sample(client: httpx.AsyncClient, ep: Endpoint, names: tuple[str, ...]) -> dict[str, float]:
     """One sample of the queue gauges: only their lines of the exposition are parsed."""
     assert ep.metrics is not None
-    try:
-        response = await client.get(ep.metrics, timeout=5.0)
-    except httpx.HTTPError as e:
-        raise ScrapeError(f"{ep.metrics}: {type(e).__name__}") from e
-    if response.status_code != 200:
-        raise ScrapeError(f"{ep.metrics} answered HTTP {response.status_code}")
-    lines = [line for line in response.text.splitlines() if line.startswith(names)]
-    return read_queue(parse_metrics("\n".join(lines) + "\n", url=ep.metrics), ep.kind)
+    return read_queue(await scrape(client, ep.metrics, timeout=5.0, only=names), ep.kind)
 
 
 @asynccontextmanager

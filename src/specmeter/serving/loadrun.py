@@ -27,7 +27,6 @@ from specmeter.serving.loadconfig import LoadConfig, Phase, Role
 from specmeter.serving.loadlevel import LevelRunner, PhaseResult, new_phase
 from specmeter.serving.loadreadings import endpoints_for, resolve
 from specmeter.serving.loadresult import add_level, level_entry
-from specmeter.serving.loadworkers import WorkerStreams
 
 __all__ = ["execute_load"]
 
@@ -84,7 +83,7 @@ async def execute_load(
             if hygiene:
                 # The client's worker processes started before the window: the sampler would call them
                 # "other processes" (children older than the window are someone else's) unless named here.
-                own = runner.streams.pids() if isinstance(runner.streams, WorkerStreams) else ()
+                own = runner.streams.pids()
                 watch = MachineWatch.start(extra_pids=local_server_pids([ep.url for ep in endpoints]) + own)
             for phase in cfg.phases:
                 if on_phase is not None:

@@ -206,17 +206,18 @@ def _label(entry: Mapping[str, Any]) -> str:
     return Phase(concurrency=entry.get("concurrency"), rate=entry.get("rate")).label
 
 
+def _comparable(c: Mapping[str, Any]) -> bool:
+    """A speculative cell with an E to compare (not a failed one): a candidate for the best static k."""
+    return c["e"] is not None and not c.get("error") and str(c["run"]).startswith("k=")
+
+
 def _best(cells: Sequence[Mapping[str, Any]], levels: Sequence[str]) -> list[dict[str, Any]]:
     """The best k per level: the highest E, k = 0 (E = 1) when no speculative cell beats it. A level where
     no speculative cell has an E (its requests, or the baseline's, all failed) has none: nothing there says
     which k is best, so it is left out (and out of the schedule)."""
     out = []
     for level in levels:
-        candidates = [
-            c
-            for c in cells
-            if c["level"] == level and c["e"] is not None and not c.get("error") and c["run"].startswith("k=")
-        ]
+        candidates = [c for c in cells if c["level"] == level and _comparable(c)]
         if not candidates:
             continue
         best = max(candidates, key=lambda c: c["e"])
@@ -370,12 +371,7 @@ def interpolated_static(
     w = (concurrency - lower[0]) / (upper[0] - lower[0])
 
     def at(level: str) -> dict[int, Mapping[str, Any]]:
-        return {
-            int(c["k"]): c
-            for c in cells
-            if c["level"] == level and c["k"] > 0 and c.get("e") is not None and not c.get("error")
-            and c["run"].startswith("k=")
-        }  # fmt: skip
+        return {int(c["k"]): c for c in cells if c["level"] == level and c["k"] > 0 and _comparable(c)}
 
     low_cells, high_cells = at(lower[1]), at(upper[1])
     pick: dict[str, Any] = {"k": 0, "e": 1.0, "e_ci": None}
