@@ -6,6 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 import torch
+from serving_fakes import Behaviour, fake_openai
+
+from specmeter.serving.server import ServerThread
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -16,3 +19,11 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[Behaviour, str]]:
+    """A fake OpenAI server (``serving_fakes``) whose ``Behaviour`` a test sets: (behaviour, base URL)."""
+    behaviour = Behaviour()
+    with ServerThread(fake_openai(behaviour), graceful_timeout=2) as server:
+        yield behaviour, server.url

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator
 
 import httpx
 import pytest
-from serving_fakes import Behaviour, fake_openai
+from serving_fakes import Behaviour
 
 from specmeter.serving.client import RequestOutcome, StreamRequest, stream_request
-from specmeter.serving.server import ServerThread
-
-
-@pytest.fixture
-def fake() -> Iterator[tuple[Behaviour, str]]:
-    behaviour = Behaviour()
-    with ServerThread(fake_openai(behaviour), graceful_timeout=2) as server:
-        yield behaviour, server.url
 
 
 def _run(url: str, **kw: float) -> RequestOutcome:

@@ -38,13 +38,6 @@ def tiny_servers(tiny: Any) -> Iterator[tuple[str, str]]:
         yield s.url, b.url
 
 
-@pytest.fixture
-def fake() -> Iterator[tuple[Behaviour, str]]:
-    behaviour = Behaviour()
-    with ServerThread(fake_openai(behaviour), graceful_timeout=2) as server:
-        yield behaviour, server.url
-
-
 def _load(cfg: LoadConfig, tmp: Path) -> dict[str, Any]:
     return asyncio.run(
         execute_load(

@@ -4,19 +4,16 @@ effective concurrency: sampled from /metrics while the level runs (``loadreading
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from rich.console import Console
-from serving_fakes import Behaviour, fake_openai, vllm_metrics
+from serving_fakes import Behaviour, vllm_metrics
 
 from specmeter.serving.loadconfig import Endpoint, LoadConfig
 from specmeter.serving.loadreadings import ServerReadings
 from specmeter.serving.loadrun import execute_load
 from specmeter.serving.loadview import queue_line, render_load
-from specmeter.serving.server import ServerThread
 from specmeter.workloads.loader import Prompt
 
 PROMPTS = tuple(Prompt(str(i), "general", f"prompt {i}", None, None, i) for i in range(4))
@@ -24,13 +21,6 @@ QUEUE = (
     'vllm:num_requests_running{engine="0",model_name="m"} 3\n'
     'vllm:num_requests_waiting{engine="0",model_name="m"} 1\n'
 )
-
-
-@pytest.fixture
-def fake() -> Iterator[tuple[Behaviour, str]]:
-    behaviour = Behaviour()
-    with ServerThread(fake_openai(behaviour), graceful_timeout=2) as server:
-        yield behaviour, server.url
 
 
 def _load(cfg: LoadConfig, tmp: Path) -> dict[str, Any]:
