@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-from specmeter.serving.launch import ServerProcess, free_port
+from specmeter.sweep.launch import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "src" / "specmeter" / "assets"

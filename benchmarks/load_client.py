@@ -6,7 +6,7 @@ stream of ``--chunks`` chunks sent as fast as the socket takes them, in the Open
 ``token_ids`` and running ``usage`` (what ``load`` asks vLLM for), and stamps each chunk with its send time
 (``time.perf_counter()``: CLOCK_MONOTONIC on Linux, one clock for both processes on one machine).
 
-The client is ``specmeter.serving.client.stream_request`` — the code ``load`` runs — driven closed-loop at
+The client is ``specmeter.load.client.stream_request`` — the code ``load`` runs — driven closed-loop at
 each concurrency level. Per level it prints, measured side by side in this one run:
 
 - streams completed / failed and the peak number of streams in flight,
@@ -20,7 +20,7 @@ Goals on the project's 2-core machine: ≥ 256 concurrent streams sustained (all
 median TTFT error < 2 ms at concurrency 64. A full run takes well under two minutes.
 
 ``--ttft-table 1,2,4`` runs only the paced server at concurrency 1, 16, 64 and 256, once per client
-process count (``load --client-processes N``: ``serving.loadworkers``), and prints the TTFT error table
+process count (``load --client-processes N``: ``load.workers``), and prints the TTFT error table
 (about a minute).
 """
 
@@ -133,9 +133,9 @@ async def _level(
     stagger: bool = False,
     processes: int = 1,
 ) -> Level:
-    from specmeter.serving.client import StreamRequest
-    from specmeter.serving.loadloop import Streams
-    from specmeter.serving.loadworkers import WorkerStreams
+    from specmeter.load.client import StreamRequest
+    from specmeter.load.loop import Streams
+    from specmeter.load.workers import WorkerStreams
 
     payload = {
         "model": "bench",

@@ -5,7 +5,7 @@ Two servers on 127.0.0.1, each on a free port, with the same target, draft and k
 loop, the previous behaviour). ``specmeter load`` — the client users run — drives each closed-loop at
 ``--concurrency`` (default 16) with the same greedy requests, in rounds that alternate which server goes
 first, so drift of a shared machine hits both alike. Both servers are started by the benchmark in their own
-process groups (``serving.launch.ServerProcess``) and always stopped, whatever happens.
+process groups (``sweep.launch.ServerProcess``) and always stopped, whatever happens.
 
 It prints, measured side by side in this one run: output tokens/s and requests/s of each server per round,
 the throughput ratio batched / FIFO (ratio of totals, and its range over the rounds) against the goal of
@@ -103,7 +103,7 @@ def _tool(name: str) -> str:
 
 
 def start(name: str, args: argparse.Namespace, max_batch: int, tmp: Path) -> Any:
-    from specmeter.serving.launch import ServerProcess, free_port
+    from specmeter.sweep.launch import ServerProcess, free_port
 
     port = free_port()
     argv = [
@@ -211,7 +211,7 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Level]]) -> dict[str
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from specmeter.serving.launch import LaunchError
+    from specmeter.sweep.launch import LaunchError
 
     print(f"target  {args.target}\ndraft   {args.draft} · k={args.k} on both servers")
     print(

@@ -20,7 +20,7 @@ SRC = Path(specmeter.__file__).resolve().parent.parent
 # Packages that must load without torch: they read records, files and servers, never run a model.
 TORCH_FREE = (
     "metrics", "report", "store", "monitoring", "economics", "workloads", "selection", "modeldir",
-    "goldenset",
+    "goldenset", "wire", "load", "sweep",
 )  # fmt: skip
 
 
@@ -110,6 +110,11 @@ def test_packages_are_one_way_layers() -> None:
     # The bottom of the stack: records and their definitions depend on nothing else in specmeter.
     assert graph["metrics"] <= {"specmeter"}
     assert graph["engine"] <= {"metrics", "modeldir"}
+    # Serving is split along the wire: the server and the load client share only the wire formats.
+    assert graph["wire"] <= {"specmeter", "metrics", "workloads"}
+    assert not graph["server"] & {"load", "sweep"}
+    assert not graph["load"] & {"server", "sweep"}
+    assert "server" not in graph["sweep"]
 
 
 def test_the_cycle_finder_finds_cycles() -> None:

@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from specmeter.cli.app import app
 from specmeter.engine.loader import load_tokenizer
-from specmeter.serving.app import ServeConfig, create_app
-from specmeter.serving.loadconfig import LoadConfig, Phase
-from specmeter.serving.loadrun import execute_load
-from specmeter.serving.local_engine import LocalEngine
-from specmeter.serving.server import ServerThread
+from specmeter.load.config import LoadConfig, Phase
+from specmeter.load.run import execute_load
+from specmeter.server.app import ServeConfig, create_app
+from specmeter.server.hosting import ServerThread
+from specmeter.server.local_engine import LocalEngine
 from specmeter.workloads import load_workload, render_turn, turn_messages
 
 CONVERSATION = {

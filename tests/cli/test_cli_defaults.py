@@ -17,8 +17,8 @@ from typer.core import TyperGroup, TyperOption
 
 from specmeter.cli.app import app
 from specmeter.cli.common import parse_int_list
+from specmeter.load.config import LoadConfig
 from specmeter.measuring import MeasureConfig, VllmOptions
-from specmeter.serving.loadconfig import LoadConfig
 
 # The shared measuring options that every one of bench, tune and select must have (cli/options.py).
 MEASURE_OPTIONS = {

@@ -2,7 +2,7 @@
 
 KeyboardInterrupt is raised where Python would raise it for a SIGINT (inside model loading, inside the cost
 curve), by patching the function that runs at that moment. Ctrl-C during the runs themselves (finished
-requests kept) is covered in test_cli_bench.py; load's in tests/serving/test_serving_load_exits.py.
+requests kept) is covered in test_cli_bench.py; load's in tests/load/test_load_exits.py.
 """
 
 from __future__ import annotations
@@ -67,6 +67,6 @@ def test_ctrl_c_before_the_first_request(
 
 def test_ctrl_c_in_a_command_that_does_not_handle_it(tiny: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # serve loading its models: typer would exit 130 without a word.
-    monkeypatch.setattr("specmeter.serving.local_engine.LocalEngine.load", _interrupt)
+    monkeypatch.setattr("specmeter.server.local_engine.LocalEngine.load", _interrupt)
     line = _one_line(runner.invoke(app, ["serve", "--target", str(tiny.target), "--port", "0"]))
     assert line == "Interrupted (Ctrl-C)."

@@ -13,13 +13,13 @@ import pytest
 from cli_helpers import assert_usage_error
 from typer.testing import CliRunner, Result
 
-import specmeter.serving.loadrun
+import specmeter.load.run
 from specmeter.cli.app import app
 from specmeter.report.html import render_report
 from specmeter.report.validate import validate_result
-from specmeter.serving.app import create_app
-from specmeter.serving.local_engine import LocalEngine
-from specmeter.serving.server import ServerThread
+from specmeter.server.app import create_app
+from specmeter.server.hosting import ServerThread
+from specmeter.server.local_engine import LocalEngine
 
 runner = CliRunner()
 
@@ -86,7 +86,7 @@ def test_sweep_writes_the_shared_result_files(urls: tuple[str, str], prompts: Pa
     # The machine was watched over the levels; the in-process servers are part of the measurement.
     hygiene = data["hygiene"]
     assert hygiene["verdict"] in ("quiet", "busy", "unusable") and hygiene["figures"]["samples"] >= 1
-    assert os.getpid() in specmeter.serving.loadrun.local_server_pids([spec, base])
+    assert os.getpid() in specmeter.load.run.local_server_pids([spec, base])
     # The concurrency actually held, beside the nominal one: JSON, console, HTML.
     held = [c["effective_concurrency"] for c in data["candidates"]]
     assert all(0.0 < h <= c["concurrency"] + 1e-9 for h, c in zip(held, data["candidates"], strict=True))
@@ -167,7 +167,7 @@ def test_ctrl_c_exits_130(urls: tuple[str, str], prompts: Path, monkeypatch: pyt
     async def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(specmeter.serving.loadrun, "execute_load", interrupted)
+    monkeypatch.setattr(specmeter.load.run, "execute_load", interrupted)
     result = invoke("--endpoint", urls[0], "--prompts", prompts)
     assert result.exit_code == 130
     assert "every request sent is on disk" in result.stderr

@@ -16,7 +16,7 @@ from starlette.routing import Route
 from typer.testing import CliRunner, Result
 
 from specmeter.cli.app import app
-from specmeter.serving.server import ServerThread
+from specmeter.server.hosting import ServerThread
 
 runner = CliRunner()
 

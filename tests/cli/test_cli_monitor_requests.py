@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from specmeter.cli.app import app
 from specmeter.monitoring.adapters import ACCEPTED, DRAFT_TOKENS, DRAFTS, read_counters
 from specmeter.monitoring.promtext import parse_metrics
-from specmeter.serving.app import ServeConfig, create_app
-from specmeter.serving.local_engine import LocalEngine
-from specmeter.serving.server import ServerThread
+from specmeter.server.app import ServeConfig, create_app
+from specmeter.server.hosting import ServerThread
+from specmeter.server.local_engine import LocalEngine
 from specmeter.workloads import load_workload
 
 runner = CliRunner()

@@ -17,7 +17,7 @@ import pytest
 from cli_helpers import assert_usage_error
 from typer.testing import CliRunner
 
-import specmeter.serving.server
+import specmeter.server.hosting
 from specmeter.cli.app import app
 
 runner = CliRunner()
@@ -119,13 +119,13 @@ CASES = [
 def test_out_of_range_or_not_finite(
     files: dict[str, str], monkeypatch: pytest.MonkeyPatch, base: list[str], option: str, value: str
 ) -> None:
-    monkeypatch.setattr(specmeter.serving.server, "run_foreground", lambda *a, **k: None)
+    monkeypatch.setattr(specmeter.server.hosting, "run_foreground", lambda *a, **k: None)
     args = [files.get(a, a.replace("O/", files["O"] + "/")) for a in base]
     assert_usage_error(runner.invoke(app, [*args, option, value]), option)
 
 
 def test_serve_k_beyond_the_context(tiny: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(specmeter.serving.server, "run_foreground", lambda *a, **k: None)
+    monkeypatch.setattr(specmeter.server.hosting, "run_foreground", lambda *a, **k: None)
     result = runner.invoke(
         app, ["serve", "--target", str(tiny.target), "--draft", str(tiny.draft), "--k", "5000"]
     )

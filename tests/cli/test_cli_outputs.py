@@ -201,7 +201,7 @@ def _fill(args: tuple[str, ...], inputs: dict[str, Path], out: Path) -> list[str
 
 
 def _run(case: Case, inputs: dict[str, Path], tmp: Path, value: Path, monkeypatch: Any) -> Result:
-    import specmeter.serving.server as server
+    import specmeter.server.hosting as server
 
     def no_server(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("serve started although its --log cannot be written")

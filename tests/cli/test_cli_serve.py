@@ -10,9 +10,9 @@ import pytest
 from cli_helpers import assert_usage_error
 from typer.testing import CliRunner, Result
 
-import specmeter.serving.server
+import specmeter.server.hosting
 from specmeter.cli.app import app
-from specmeter.serving.server import ServerThread
+from specmeter.server.hosting import ServerThread
 
 runner = CliRunner()
 
@@ -55,7 +55,7 @@ def test_serve_starts_the_engine_behind_the_api(
             ).json()
         seen["host"] = host
 
-    monkeypatch.setattr(specmeter.serving.server, "run_foreground", fake_foreground)
+    monkeypatch.setattr(specmeter.server.hosting, "run_foreground", fake_foreground)
     log = tmp_path / "serve.jsonl"
     result = invoke(
         "--target",
@@ -82,7 +82,7 @@ def test_serve_starts_the_engine_behind_the_api(
 
 
 def test_public_bind_without_key_warns(tiny: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(specmeter.serving.server, "run_foreground", lambda *a, **k: None)
+    monkeypatch.setattr(specmeter.server.hosting, "run_foreground", lambda *a, **k: None)
     result = invoke("--target", tiny.target, "--host", "0.0.0.0", "--device", "cpu")
     assert result.exit_code == 0
     assert "exposes the server" in result.stderr
@@ -98,7 +98,7 @@ def _serve_and_ask(monkeypatch: pytest.MonkeyPatch, *args: str | Path) -> tuple[
             seen["metrics"] = httpx.get(server.url + "/metrics").text
         seen["worker"] = app_.state.server.worker
 
-    monkeypatch.setattr(specmeter.serving.server, "run_foreground", fake_foreground)
+    monkeypatch.setattr(specmeter.server.hosting, "run_foreground", fake_foreground)
     return invoke(*args, "--device", "cpu"), seen
 
 

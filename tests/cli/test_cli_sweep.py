@@ -25,7 +25,7 @@ from specmeter.engine.schedule import KSchedule
 from specmeter.workloads.bundled import bundled_prompts
 
 runner = CliRunner()
-STUB = Path(__file__).parents[1] / "serving" / "sweep_stub.py"
+STUB = Path(__file__).parents[1] / "sweep" / "sweep_stub.py"
 SPECMETER = Path(sys.executable).with_name("specmeter")
 
 
@@ -315,7 +315,7 @@ def test_failed_configurations_and_cells_are_one_line_each_and_never_the_best_k(
 
 
 def test_client_processes_and_max_error_rate_options(tmp_path: Path, monkeypatch: Any) -> None:
-    import specmeter.serving.sweeprun as sweeprun
+    import specmeter.sweep.run as sweeprun
 
     seen: list[Any] = []
 

@@ -12,8 +12,8 @@ import pytest
 from hygiene_helpers import cpu_hog
 
 from specmeter.hygiene.section import MachineWatch
-from specmeter.serving import loadrun
-from specmeter.serving.loadconfig import LoadConfig, Phase
+from specmeter.load import run as loadrun
+from specmeter.load.config import LoadConfig, Phase
 from specmeter.workloads.loader import Prompt
 
 

@@ -18,7 +18,7 @@ from specmeter.monitoring.exporter import MonitorExporter
 from specmeter.monitoring.promtext import parse_metrics
 from specmeter.monitoring.requestlog import RequestObs
 from specmeter.monitoring.windows import Window
-from specmeter.serving.prom import SERVE_METRICS, ServerMetrics
+from specmeter.server.prom import SERVE_METRICS, ServerMetrics
 
 ASSETS = resources.files("specmeter") / "assets"
 KEYWORDS = {

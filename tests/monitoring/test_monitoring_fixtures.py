@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from specmeter.load.config import LoadConfig
+from specmeter.load.readings import endpoints_for, resolve
 from specmeter.monitoring.acceptance import acceptance_from_delta, acceptance_from_requests, steps_from_report
 from specmeter.monitoring.adapters import (
     KINDS,
@@ -27,8 +29,6 @@ from specmeter.monitoring.adapters import (
     request_report,
 )
 from specmeter.monitoring.promtext import parse_metrics
-from specmeter.serving.loadconfig import LoadConfig
-from specmeter.serving.loadreadings import endpoints_for, resolve
 from specmeter.workloads.loader import Prompt
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

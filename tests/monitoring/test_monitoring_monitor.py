@@ -21,7 +21,7 @@ from specmeter.monitoring.monitor import Monitor, MonitorConfig, sglang_server_i
 from specmeter.monitoring.promtext import parse_metrics
 from specmeter.monitoring.store import HistoryStore
 from specmeter.monitoring.windows import Window
-from specmeter.serving.server import ServerThread
+from specmeter.server.hosting import ServerThread
 
 
 class Engine:

@@ -21,7 +21,7 @@ from specmeter.monitoring.alerts import AlertRules
 from specmeter.monitoring.exporter import MonitorExporter
 from specmeter.monitoring.monitor import MonitorConfig
 from specmeter.monitoring.promquery import PrometheusError, PrometheusMonitor, PrometheusSource, query_range
-from specmeter.serving.server import ServerThread
+from specmeter.server.hosting import ServerThread
 
 W = 60.0
 # Per pod and window (ending at 1000 + i·W): S, D, A and accepted at positions 0..2 (k = 3).

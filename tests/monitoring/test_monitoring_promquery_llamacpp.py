@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from specmeter.cli.app import app
 from specmeter.monitoring.promquery import PrometheusSource
-from specmeter.serving.server import ServerThread
+from specmeter.server.hosting import ServerThread
 
 W = 60.0
 FIXTURE = json.loads(

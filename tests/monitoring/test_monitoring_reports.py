@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from specmeter.load.result import _counters_cover_requests
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests, steps_from_report
 from specmeter.monitoring.adapters import request_report
-from specmeter.serving.loadresult import _counters_cover_requests
 
 
 def test_vllm_report_rides_the_final_chunk_unchanged() -> None:

@@ -25,7 +25,7 @@ from vllm_helpers import DRAFT, ENGINE, TARGET, env, legal_slice, read_json, scr
 
 from engine_helpers import free_port, server_process
 from specmeter.engine.schedule import KSchedule
-from specmeter.serving.launch import spec_config
+from specmeter.sweep.launch import spec_config
 
 pytestmark = pytest.mark.vllm
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from specmeter.load.result import _apply_server
 from specmeter.monitoring.acceptance import ServerAcceptance
 from specmeter.report.html import render_report
-from specmeter.serving.loadresult import _apply_server
 
 ESTIMATED = ["drafted_tokens", "acceptance_rate", "rejections", "beta"]
 POSITIONS = [

@@ -36,8 +36,8 @@ from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 
 def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
-    """The trace, each line matched to a golden-set prompt by length (``serving.trace``)."""
-    from specmeter.serving.trace import TraceError, assign_prompts, estimate_tokens, load_trace
+    """The trace, each line matched to a golden-set prompt by length (``load.trace``)."""
+    from specmeter.load.trace import TraceError, assign_prompts, estimate_tokens, load_trace
     from specmeter.workloads import render_prompt
 
     count = estimate_tokens
@@ -170,8 +170,8 @@ def load(
     max_error_rate: lo.MaxErrorRate = None,
 ) -> None:
     """Load-test an OpenAI or Anthropic Messages API server: latency, acceptance, E_meas per load level."""
-    from specmeter.serving.loadconfig import LoadConfig, LoadConfigError, LoadError, Phase
-    from specmeter.serving.loadrequests import CHUNK_COUNTS
+    from specmeter.load.config import LoadConfig, LoadConfigError, LoadError, Phase
+    from specmeter.load.requests import CHUNK_COUNTS
     from specmeter.workloads import WorkloadError, load_workload
 
     if (concurrency is not None) + (rate is not None) + (trace is not None) > 1:
@@ -295,8 +295,8 @@ def load(
         "extra_body": cfg.extra_body or None,
     }
 
-    from specmeter.serving.loadrun import execute_load
-    from specmeter.serving.loadview import render_load
+    from specmeter.load.run import execute_load
+    from specmeter.load.view import render_load
 
     def on_phase(phase: Phase) -> None:
         if not quiet:

@@ -1,7 +1,7 @@
 """The options ``load`` and ``sweep`` share, declared and checked once: both drive servers with one client.
 
 The workload, the load levels, what every request asks, the client's timeouts, the SLO and the per-request
-outputs mean the same in either command. The defaults are ``serving.loadconfig.LoadConfig``'s (a test holds
+outputs mean the same in either command. The defaults are ``load.config.LoadConfig``'s (a test holds
 them equal; the CLI does not import the config at start-up, to keep ``specmeter --help`` fast).
 """
 
@@ -18,7 +18,7 @@ from specmeter.cli.common import check_range, fail, parse_float_list, parse_int_
 from specmeter.exitcodes import EXIT_FAILED
 
 if TYPE_CHECKING:
-    from specmeter.serving.loadconfig import Phase
+    from specmeter.load.config import Phase
 
 __all__ = [
     "CLIENT_PROCESSES",
@@ -116,7 +116,7 @@ def check_client(
 ) -> None:
     """The shared options' ranges (and the command's ``timeouts``, by option): one ``error:`` line each,
     before any file is read; ``LoadConfig`` checks the same ranges again for library callers."""
-    from specmeter.serving.loadconfig import MAX_CLIENT_PROCESSES, MAX_SECONDS
+    from specmeter.load.config import MAX_CLIENT_PROCESSES, MAX_SECONDS
 
     check_range("--limit", limit, low=1)
     check_range("--max-tokens", max_tokens, low=1)
@@ -141,7 +141,7 @@ def check_failures(sent: int, failed: int, errors: Mapping[str, int], max_error_
 
 def levels(concurrency: str | None, rate: str | None) -> list[Phase]:
     """The load levels: one per ``--rate`` (requests/s, ascending), else one per ``--concurrency``."""
-    from specmeter.serving.loadconfig import Phase
+    from specmeter.load.config import Phase
 
     if rate is not None:
         rates = sorted(parse_float_list(rate, "--rate", low=0, low_open=True, unit="requests per second"))

@@ -110,9 +110,9 @@ def serve(
         )
 
     from specmeter.modeldir import ModelDirError
-    from specmeter.serving.app import ServeConfig, create_app
-    from specmeter.serving.local_engine import LocalEngine, default_max_batch
-    from specmeter.serving.server import run_foreground
+    from specmeter.server.app import ServeConfig, create_app
+    from specmeter.server.hosting import run_foreground
+    from specmeter.server.local_engine import LocalEngine, default_max_batch
 
     try:
         engine = LocalEngine.load(

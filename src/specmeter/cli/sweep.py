@@ -61,7 +61,7 @@ def _slo_options(
 ) -> tuple[Any, Any]:
     """The SLO and the capacity search from the options; one-line errors naming them."""
     from specmeter.metrics.slo import SLO, SLOError
-    from specmeter.serving.sweepconfig import SearchSettings
+    from specmeter.sweep.config import SearchSettings
 
     check_range("--target", target, low=0, low_open=True, high=1)
     if max_steps < 2:
@@ -170,9 +170,9 @@ def sweep(
     max_error_rate: lo.MaxErrorRate = None,
 ) -> None:
     """Sweep real servers over k × load level: E_meas with drift, α/τ from the server, best k, schedule."""
-    from specmeter.serving.launch import LaunchError, check_template
-    from specmeter.serving.loadconfig import LoadConfig, LoadConfigError
-    from specmeter.serving.sweepconfig import ServerConfig, SweepConfig
+    from specmeter.load.config import LoadConfig, LoadConfigError
+    from specmeter.sweep.config import ServerConfig, SweepConfig
+    from specmeter.sweep.launch import LaunchError, check_template
     from specmeter.workloads import WorkloadError, load_workload
 
     if (launch is None) == (not endpoint):
@@ -316,12 +316,10 @@ def _run(
     schedule_out: Path | None, quiet: bool, store: Path | None, max_error_rate: float | None = None,
 ) -> int:  # fmt: skip
     from specmeter.report.files import write_json_atomic
-    from specmeter.serving.launch import sigterm_as_interrupt
-    from specmeter.serving.sweepcapacity import make_search
-    from specmeter.serving.sweepresult import build_view, schedule_from_section
-    from specmeter.serving.sweeprun import SweepAborted, execute_sweep
-    from specmeter.serving.sweepview import render_sweep
     from specmeter.store import StoreError
+    from specmeter.sweep.launch import sigterm_as_interrupt
+    from specmeter.sweep.run import SweepAborted, execute_sweep
+    from specmeter.sweep.view import render_sweep
 
     def say(line: str) -> None:
         if not quiet:
@@ -332,8 +330,8 @@ def _run(
         with sigterm_as_interrupt():
             result, _ = asyncio.run(
                 execute_sweep(
-                    cfg, config=config, build=build_view, json_out=json_out, csv_out=csv_out, log_out=log_out,
-                    say=say, schedule_of=schedule_from_section, store=store, make_search=make_search,
+                    cfg, config=config, json_out=json_out, csv_out=csv_out, log_out=log_out, say=say,
+                    store=store,
                 )
             )  # fmt: skip
     except SweepAborted as e:

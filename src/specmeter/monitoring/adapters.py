@@ -35,7 +35,7 @@ block of requests:
 **Queue gauges** (requests the server is running and requests waiting for a place in its batch), read
 into :attr:`Reading.queue` and summed over series (engines, data-parallel ranks): vLLM's
 ``vllm:num_requests_running`` / ``vllm:num_requests_waiting`` (``vllm/v1/metrics/loggers.py``; also served
-by ``specmeter serve``, ``serving/prom.py``), llama.cpp's ``llamacpp:requests_processing`` /
+by ``specmeter serve``, ``server/prom.py``), llama.cpp's ``llamacpp:requests_processing`` /
 ``llamacpp:requests_deferred`` (the /metrics list beside the spec counters; help texts fixed in llama.cpp
 commit a2df278, "server : update help metrics processing/deferred"), SGLang's ``sglang:num_running_reqs`` /
 ``sglang:num_queue_reqs`` (``python/sglang/srt/metrics/collector.py``) and TGI's

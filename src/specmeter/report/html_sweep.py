@@ -1,6 +1,6 @@
 """The HTML report's sweep section: the E_meas(k, level) matrix with best k, drift, the schedule and its
 validation, the capacity headline and the failures — from the result's ``sweep`` section, as the console
-shows it (``serving.sweepview``)."""
+shows it (``sweep.view``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,181 @@
+"""What a ``load`` run is asked to do: the configuration, the load levels and the endpoints under test.
+
+Plain data, no I/O. The load path reads it in one direction (docs/serving.md, "Shape of the load path"):
+``arrivals`` (when requests are sent) → ``load.requests`` (what is sent) → ``load.loop`` (sending them and
+recording what comes back) → ``load.readings`` (what the server's own /metrics said around it) →
+``load.level`` (one level, both endpoints interleaved) → ``load.result`` (the level's summary).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from specmeter.load.trace import TraceEntry
+from specmeter.metrics.acceptance import K_MAX_LIMIT
+from specmeter.metrics.slo import SLO
+from specmeter.monitoring.adapters import ServerKind
+from specmeter.wire.messages import messages_headers
+from specmeter.workloads.loader import Prompt
+
+__all__ = [
+    "MAX_CLIENT_PROCESSES",
+    "MAX_SECONDS",
+    "Arrival",
+    "ChunkCounts",
+    "Endpoint",
+    "LoadConfig",
+    "LoadConfigError",
+    "LoadError",
+    "Phase",
+    "Role",
+]
+
+Role = Literal["speculative", "baseline"]
+Arrival = Literal["poisson", "constant", "gamma"]
+ChunkCounts = Literal["auto", "usage", "token_ids", "timings", "none"]
+Api = Literal["auto", "completions", "chat", "messages"]
+
+MAX_CLIENT_PROCESSES = 64  # --client-processes: worker processes reading the streams (loadworkers)
+MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
+
+
+class LoadError(RuntimeError):
+    """A problem that stops the run before it measures anything (unreachable endpoint, no model)."""
+
+
+class LoadConfigError(LoadError, ValueError):
+    """A ``LoadConfig`` field out of its range; the message names the command-line option it comes from."""
+
+
+def _in(
+    option: str, value: float | None, low: float, high: float | None = None, open_low: bool = False
+) -> None:
+    """``value`` is None or a finite number in [low, high] ((low, high] with ``open_low``), else one line."""
+    if value is None:
+        return
+    above = value > low if open_low else value >= low
+    if not (math.isfinite(value) and above and (high is None or value <= high)):
+        span = f"{'(' if open_low else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
+        raise LoadConfigError(f"{option} must be in {span}, got {value:g}")
+
+
+def _one_of(option: str, value: str, kinds: Any) -> None:
+    if value not in get_args(kinds):
+        raise LoadConfigError(f"{option}: {value!r} is not one of {', '.join(get_args(kinds))}")
+
+
+@dataclass
+class Endpoint:
+    """One server under test; ``load.readings.resolve`` fills in ``model``, ``kind`` and ``positions``."""
+
+    role: Role
+    url: str  # base URL, without /v1
+    metrics: str | None  # /metrics URL, None = do not scrape
+    model: str | None = None
+    kind: ServerKind = "unknown"
+    positions: int = 0  # draft positions the server's metrics reveal (k), 0 = unknown
+    metrics_note: str | None = None  # why server metrics are missing, if they are
+
+    @staticmethod
+    def base(url: str) -> str:
+        url = url.rstrip("/")
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One load level: a fixed concurrency (closed loop) or a fixed request rate (open loop)."""
+
+    concurrency: int | None = None
+    rate: float | None = None
+    trace: bool = False  # open loop at the trace's own times (LoadConfig.trace)
+
+    @property
+    def label(self) -> str:
+        if self.trace:
+            return "trace"
+        return f"c={self.concurrency}" if self.concurrency is not None else f"rate={self.rate:g}/s"
+
+
+@dataclass
+class LoadConfig:
+    endpoint: str
+    prompts: Sequence[Prompt]
+    baseline: str | None = None
+    phases: Sequence[Phase] = (Phase(concurrency=1),)
+    arrival: Arrival = "poisson"
+    burstiness: float = 1.0  # gamma arrivals: shape B (1 = Poisson, < 1 bursty)
+    trace: Sequence[TraceEntry] | None = None  # --trace: arrival times, lengths, prompts (load.trace)
+    trace_speed: float = 1.0  # replay the trace this many times faster
+    temperatures: Sequence[float] = ()  # several: request i uses temperatures[i % n] (else `temperature`)
+    limit: int | None = None  # requests per phase and endpoint (default: one pass over the prompts)
+    duration: float | None = None  # seconds per phase and endpoint, instead of a request count
+    warmup: int = 2
+    max_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0  # Poisson arrivals; request i carries seed + i only with request_seeds
+    request_seeds: bool = False
+    chunk_counts: ChunkCounts = "auto"  # the per-chunk token count asked of the server (loadrequests)
+    api: Api = "auto"  # messages: Anthropic's /v1/messages
+    model: str | None = None
+    baseline_model: str | None = None
+    api_key: str | None = None
+    k: int | None = None
+    server_kind: ServerKind | None = None  # None: detect from /metrics
+    metrics_url: str | None = None
+    baseline_metrics_url: str | None = None
+    scrape_metrics: bool = True
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    stall_timeout: float = 60.0
+    request_timeout: float | None = None
+    client_processes: int = 1  # worker processes that read the streams (loadworkers); 1 = in-process
+    blocks: int | None = None  # alternation blocks per phase; None = automatic
+    slo: SLO | None = None  # --slo: every level's requests judged against it (metrics.slo)
+
+    def __post_init__(self) -> None:
+        """Every number and choice checked once, for library callers as for the CLI (which checks the same
+        options first, with the same ranges, to name them before it reads any file): ``LoadConfigError``."""
+        if not self.phases:
+            raise LoadConfigError("--concurrency/--rate: no load level given")
+        for phase in self.phases:
+            if (phase.concurrency is None) == (phase.rate is None) and not phase.trace:
+                raise LoadConfigError("a load level is either a --concurrency or a --rate")
+            _in("--concurrency", phase.concurrency, 1)
+            _in("--rate", phase.rate, 0, open_low=True)
+        if self.limit is not None and self.duration is not None:
+            raise LoadConfigError("--limit and --duration both bound a level; give one of them")
+        _in("--limit", self.limit, 1)
+        _in("--duration", self.duration, 0, MAX_SECONDS, open_low=True)
+        _in("--warmup", self.warmup, 0)
+        _in("--max-tokens", self.max_tokens, 1)
+        for t in (self.temperature, *self.temperatures):
+            _in("--temperature", t, 0, 2)
+        _in("--top-p", self.top_p, 0, 1, open_low=True)
+        _in("--burstiness", self.burstiness, 0, open_low=True)
+        _in("--trace-speed", self.trace_speed, 0, open_low=True)
+        _in("--stall-timeout", self.stall_timeout, 0, MAX_SECONDS, open_low=True)
+        _in("--request-timeout", self.request_timeout, 0, MAX_SECONDS, open_low=True)
+        _in("--client-processes", self.client_processes, 1, MAX_CLIENT_PROCESSES)
+        _in("--k", self.k, 1, K_MAX_LIMIT)
+        _in("--blocks", self.blocks, 1)
+        _one_of("--arrival", self.arrival, Arrival)
+        _one_of("--chunk-counts", self.chunk_counts, ChunkCounts)
+        _one_of("--api", self.api, Api)
+
+    def temperature_of(self, index: int) -> float:
+        """Request ``index``'s temperature: the trace line's, else --temperature's (cycling over a list)."""
+        if self.trace is not None:
+            t = self.trace[index % len(self.trace)].temperature
+            if t is not None:
+                return t
+        return self.temperatures[index % len(self.temperatures)] if self.temperatures else self.temperature
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        if self.api == "messages":
+            return messages_headers(self.api_key)
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else None

@@ -1,0 +1,88 @@
+"""What a ``sweep`` is asked to do: server configurations × load levels. Plain data, no I/O.
+
+A *configuration* is one way of running the server: no speculation (the baseline, k = 0), a fixed draft
+length k, or a batch-size → k schedule. Each comes from a launch template (``sweep.launch``) or is an
+endpoint that is already running. The sweep measures the baseline first and again last (A … A), every
+speculative configuration in between, each at every level of ``load.phases`` (docs/serving.md, "sweep").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from specmeter.engine.schedule import KSchedule
+from specmeter.load.config import LoadConfig
+from specmeter.metrics.slo import DEFAULT_ATTAINMENT, SLO
+
+__all__ = ["BASELINE_NAME", "SearchSettings", "ServerConfig", "SweepConfig", "config_name"]
+
+BASELINE_NAME = "k=0"
+
+
+def config_name(k: int, schedule: KSchedule | None = None) -> str:
+    """A configuration's name in tables, rows and messages: ``k=0`` (the baseline), ``k=4``, ``schedule``."""
+    return "schedule" if schedule is not None else f"k={k}"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One server configuration: launched from ``template`` (placeholders filled) or already at ``url``."""
+
+    k: int  # 0 = no speculation; a schedule: its largest k
+    template: str | None = None
+    url: str | None = None
+    schedule: KSchedule | None = None
+    option: str = "--launch"  # where the template came from, for messages
+
+    def __post_init__(self) -> None:
+        if (self.template is None) == (self.url is None):
+            raise ValueError("a configuration has a launch template or a URL, not both or neither")
+
+    @property
+    def name(self) -> str:
+        return config_name(self.k, self.schedule)
+
+    @property
+    def baseline(self) -> bool:
+        return self.k == 0 and self.schedule is None
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """``--search``: the capacity search per configuration (``sweep.capacity.search_capacity``)."""
+
+    kind: Literal["concurrency", "rate"]
+    low: float
+    high: float
+    target: float
+    max_steps: int
+
+
+@dataclass
+class SweepConfig:
+    """The grid: ``configs`` (the baseline first) × ``load.phases``, with the shared load settings."""
+
+    load: LoadConfig  # prompts, limit, tokens, temperature, timeouts; its endpoint fields are unused
+    configs: Sequence[ServerConfig]
+    draft: str | None = None  # {draft}
+    method: str = "draft_model"  # {spec}'s method
+    startup_timeout: float = 600.0
+    stop_grace: float = 20.0
+    logs_dir: Path = field(default_factory=lambda: Path("sweep-logs"))
+    rerun_baseline: bool = True  # A … A: the baseline again at the end, for drift
+    slo: SLO | None = None
+    slo_target: float = DEFAULT_ATTAINMENT  # capacity's attainment target (--search carries its own)
+    search: SearchSettings | None = None
+    validate: bool = False  # launch the resulting schedule and ramp across its switch points
+    validate_template: str | None = None  # the template for the schedule (default: the speculative one)
+
+    @property
+    def baseline(self) -> ServerConfig:
+        return next(c for c in self.configs if c.baseline)
+
+    @property
+    def speculative(self) -> list[ServerConfig]:
+        return [c for c in self.configs if not c.baseline]

@@ -1,0 +1,5 @@
+"""Fixtures of the sweep tests: a fake OpenAI server and one torch thread (``serving_fixtures``)."""
+
+from serving_fixtures import fake, one_thread
+
+__all__ = ["fake", "one_thread"]
