@@ -3,7 +3,7 @@
 The crossover is the smallest batch size from which speculation no longer pays: the first level whose
 best k is 0 (docs/metrics.md, "Under load"). Both sides use the measuring core, as the commands do:
 
-- **predicted** — ``tune --batch 1,2,4,8,16`` (``measuring.tune.run_tune`` with ``batch``): the k sweep at
+- **predicted** — ``tune --batch 1,2,4,8,16`` (``measuring.tune_run.run_tune`` with ``batch``): the k sweep at
   batch 1 gives the per-position acceptance, then the cost surface t_step(B, k) is timed for every level
   and k = 0 … ``--k-max`` and E(B, k) = τ(k) · t_step(B, 0) / t_step(B, k) is predicted;
 - **measured** — ``bench --batch B`` at every level (``measuring.batch_curve.bench_at_batches``): waves of
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         crossover,
         predicted_speedups,
     )
-    from specmeter.measuring.tune import resolve_ks, run_tune
+    from specmeter.measuring.tune_run import resolve_ks, run_tune
 
     common: dict[str, Any] = dict(
         target=args.target, drafts=[args.draft], prompts=args.prompts, max_tokens=args.max_tokens,

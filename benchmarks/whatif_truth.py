@@ -6,10 +6,10 @@ On the bundled legal pair (target + draft-legal, legal golden set, greedy, k = 4
 2. the what-if surface with the same draft's proposals timed (``whatif --draft draft-legal``) at a grid of
    forced α around the real one, at batch 1 and B;
 
-then reads the surface at the real α (linear in α, ``selection.whatif.surface_e``) and prints predicted
-against measured E at each batch size, end to end and decode-only, with the relative error. Goal: within
-10% at B = 1 and at the batched level. Measurements run one after another (not interleaved), so drift of
-the machine between them is part of the error; run it on a quiet machine and say what else ran.
+then reads the surface at the real α (linear in α, ``selection.whatif_surface.surface_e``) and prints
+predicted against measured E at each batch size, end to end and decode-only, with the relative error.
+Goal: within 10% at B = 1 and at the batched level. Measurements run one after another (not interleaved),
+so drift of the machine between them is part of the error; run it on a quiet machine and say what else ran.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from specmeter.measuring.bench import run_bench
+from specmeter.measuring.bench_run import run_bench
 from specmeter.measuring.config import MeasureConfig
 from specmeter.measuring.progress import Silent
-from specmeter.measuring.whatif import WhatifConfig, run_whatif
-from specmeter.selection.whatif import surface_e
+from specmeter.measuring.whatif_run import WhatifConfig, run_whatif
+from specmeter.selection.whatif_surface import surface_e
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "src" / "specmeter" / "assets"

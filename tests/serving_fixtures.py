@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 import torch
-from serving_fakes import Behaviour, fake_openai
 
+from serving_fakes import Behaviour, fake_openai
 from specmeter.server.hosting import ServerThread
 
 

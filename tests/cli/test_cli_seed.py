@@ -26,7 +26,7 @@ def test_no_interval_takes_a_seed_from_the_command_line() -> None:
     import inspect
 
     from specmeter.metrics.summary import summarize
-    from specmeter.selection.select import analyse_select
+    from specmeter.selection.select_analysis import analyse_select
 
     assert "seed" not in inspect.signature(summarize).parameters
     assert "seed" not in inspect.signature(analyse_select).parameters

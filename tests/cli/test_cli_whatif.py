@@ -273,7 +273,7 @@ def test_a_malformed_overlay_is_one_line_before_any_model_loads(
 
 
 def test_a_monitor_windows_file_overlays_without_a_measurement_check(tmp_path: Path) -> None:
-    from specmeter.measuring.whatif import read_overlays
+    from specmeter.measuring.whatif_run import read_overlays
 
     good = tmp_path / "windows.json"
     windows = [{"domain": "legal", "tenant": None, "requests": 40, "acceptance_rate": 0.42,
@@ -305,7 +305,7 @@ def test_an_overlay_is_never_overwritten(tiny, tmp_path: Path) -> None:
     ],
 )
 def test_roi_from_a_malformed_whatif_cell_is_one_line(tmp_path: Path, cell: dict, field: str) -> None:
-    # A cell's α as a string was a ValueError out of selection.whatif.
+    # A cell's α as a string was a ValueError out of selection.whatif_surface.
     src = _whatif_file(tmp_path / "w.json")
     data = json.loads(src.read_text())
     data["whatif"]["cells"][0].update(cell)

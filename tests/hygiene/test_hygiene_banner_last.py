@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from specmeter.cli.app import app
-from specmeter.measuring import bench as measuring_bench
+from specmeter.measuring import bench_run as measuring_bench
 from specmeter.measuring.run import Outcome
 
 BUSY = {"verdict": "busy", "message": "MACHINE BUSY: other processes used 1.00 cores on average"}

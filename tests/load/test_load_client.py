@@ -7,8 +7,8 @@ import socket
 
 import httpx
 import pytest
-from serving_fakes import Behaviour
 
+from serving_fakes import Behaviour
 from specmeter.load.client import RequestOutcome, StreamRequest, stream_request
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving_fakes import Behaviour, fake_openai
 from typer.testing import CliRunner, Result
 
+from serving_fakes import Behaviour, fake_openai
 from specmeter.cli.app import app
 from specmeter.load.client import AUTH_HINT
 from specmeter.load.config import LoadConfig, Phase

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from serving_fakes import Behaviour, vllm_metrics
 
+from serving_fakes import Behaviour, vllm_metrics
 from specmeter.load.config import Endpoint, LoadConfig
 from specmeter.load.readings import ServerReadings
 from specmeter.load.run import execute_load

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from serving_fakes import Behaviour, fake_openai, vllm_metrics
 
+from serving_fakes import Behaviour, fake_openai, vllm_metrics
 from specmeter.load.config import LoadConfig, LoadError, Phase
 from specmeter.load.readings import endpoints_for, resolve
 from specmeter.load.run import execute_load

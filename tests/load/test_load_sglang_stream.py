@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 import pytest
-from serving_fakes import sse
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from serving_fakes import sse
 from specmeter.load.client import RequestOutcome, stream_request
 from specmeter.load.config import Endpoint, LoadConfig
 from specmeter.load.requests import build_request

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from serving_fakes import Behaviour, fake_openai
 
+from serving_fakes import Behaviour, fake_openai
 from specmeter.load.client import StreamRequest
 from specmeter.load.config import LoadConfig, Phase
 from specmeter.load.run import execute_load

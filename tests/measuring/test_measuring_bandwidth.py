@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from specmeter.measuring import MeasureConfig, Silent
-from specmeter.measuring.bench import run_bench
+from specmeter.measuring.bench_run import run_bench
 
 
 def test_bench_outputs_achieved_bandwidth_and_its_fraction(tiny: Any, tmp_path: Path) -> None:

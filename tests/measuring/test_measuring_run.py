@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from specmeter.measuring import EXIT_INTERRUPTED, EXIT_OK, MeasureConfig, MeasureError, Silent
-from specmeter.measuring.bench import run_bench
+from specmeter.measuring.bench_run import run_bench
 from specmeter.measuring.run import close, run_candidates
 from specmeter.store import RunStore
 

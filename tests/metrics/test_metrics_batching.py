@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specmeter.metrics.batching import (
+from specmeter.metrics.batch_surface import (
     CostSurface,
     SurfacePoint,
     curve_at,

@@ -112,7 +112,7 @@ def test_a_new_process_start_time_is_a_restart_even_when_every_counter_rose() ->
 
 
 def test_the_monitor_view_marks_estimated_alpha_and_per_draft_rates() -> None:
-    from specmeter.monitoring.live import window_line
+    from specmeter.monitoring.view_live import window_line
     from specmeter.monitoring.windows import Window
 
     r0 = reading(tgi(0, 0, [0, 0, 0, 0, 0], 0), 0.0)

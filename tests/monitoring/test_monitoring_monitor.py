@@ -221,7 +221,7 @@ def test_live_view_renders_every_target() -> None:
     from rich.console import Console
 
     from specmeter.monitoring.acceptance import ServerAcceptance
-    from specmeter.monitoring.live import render, window_line
+    from specmeter.monitoring.view_live import render, window_line
     from specmeter.monitoring.windows import WindowTracker
 
     good, waiting = WindowTracker("http://a/metrics", "vllm"), WindowTracker("http://b/metrics")
@@ -245,7 +245,7 @@ def test_live_view_renders_every_target() -> None:
 def test_windows_carry_the_servers_queue_at_their_end() -> None:
     from rich.console import Console
 
-    from specmeter.monitoring.live import render, window_line
+    from specmeter.monitoring.view_live import render, window_line
     from specmeter.monitoring.windows import WindowTracker
 
     def text(running: int, waiting: int, drafts: int) -> str:

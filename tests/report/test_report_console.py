@@ -10,7 +10,7 @@ import pytest
 from report_fixtures import LEGAL_REASONS
 from rich.console import Console
 
-from specmeter.report.console import DANGER_STYLE, render_result, verdict
+from specmeter.report.view import DANGER_STYLE, render_result, verdict
 
 
 def render(result: dict[str, Any]) -> str:
@@ -137,7 +137,7 @@ def test_empty_result_renders() -> None:
 
 def test_report_never_imports_torch() -> None:
     code = (
-        "import sys, specmeter.report.console, specmeter.report.files;"
+        "import sys, specmeter.report.view, specmeter.report.files;"
         "assert 'torch' not in sys.modules, 'report imported torch'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from specmeter.report.console import render_result, vllm_check_lines
+from specmeter.report.view import render_result, vllm_check_lines
 
 
 def _result(match: bool) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from report_fixtures import make_result
 from rich.console import Console
 
 from specmeter.hygiene.section import build_section
-from specmeter.report.console import render_result
 from specmeter.report.html import render_report
+from specmeter.report.view import render_result
 
 
 def machine(other: float, **extra: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from specmeter.report.console import render_result
+from specmeter.report.view import render_result
 
 
 def test_the_stalls_label_names_the_rhythm_gap_rule(result: dict[str, Any]) -> None:

@@ -10,8 +10,8 @@ import pytest
 from selection_builders import run
 
 from specmeter.engine.schedule import parse_schedule_option
-from specmeter.metrics.batching import CostSurface, SurfacePoint
-from specmeter.selection.batching import analyse_batch_tune
+from specmeter.metrics.batch_surface import CostSurface, SurfacePoint
+from specmeter.selection.batch_analysis import analyse_batch_tune
 
 K_MAX = 4
 

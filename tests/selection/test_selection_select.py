@@ -8,7 +8,7 @@ from selection_builders import DRAFT, DRAFT_B, TARGET
 
 from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord, StepRecord
 from specmeter.selection.mix import MixError
-from specmeter.selection.select import analyse_select, domains_of
+from specmeter.selection.select_analysis import analyse_select, domains_of
 
 # Per category: (speedup of draft A, α of A, speedup of draft B, α of B)
 PROFILE = {

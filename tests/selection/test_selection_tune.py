@@ -8,7 +8,7 @@ import pytest
 from selection_builders import CURVE, DRAFT, O0, O1, TARGET, expected_speedup_decode, run
 
 from specmeter.metrics import RequestRecord, RunRecord, StepRecord, summarize
-from specmeter.selection.tune import ALL, analyse_tune, auto_holdout, explain_row
+from specmeter.selection.tune_analysis import ALL, analyse_tune, auto_holdout, explain_row
 
 
 def _section(ks=(1, 2, 3, 4), k_max=6, holdout=2):

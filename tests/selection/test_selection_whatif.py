@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from specmeter.selection.whatif import (
+from specmeter.selection.whatif_surface import (
     best_k,
     break_even,
     describe_overlay,

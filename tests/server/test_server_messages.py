@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from messages_fakes import MessagesBehaviour, fake_messages
 
+from messages_fakes import MessagesBehaviour, fake_messages
 from specmeter.load.client import RequestOutcome, StreamRequest, stream_request
 from specmeter.load.config import LoadConfig, Phase
 from specmeter.load.messages_stream import MessagesStream

@@ -181,7 +181,7 @@ def run_demo(
     With ``strict``, a busy or unusable machine during any of its runs ends the demo with exit code 4 once
     everything is written (:func:`strict_exit`), as ``bench --strict`` does for its one run.
     """
-    from specmeter.measuring.tune import run_tune
+    from specmeter.measuring.tune_run import run_tune
     from specmeter.workloads import bundled_prompts
 
     if out.exists() and not out.is_dir():

@@ -1,4 +1,4 @@
-"""``specmeter bench``: parse bench's options, run ``measuring.bench``, render the result table.
+"""``specmeter bench``: parse bench's options, run ``measuring.bench_run``, render the result table.
 
 Per-request rows go to CSV/JSONL the moment each request finishes; the whole-result JSON is written at the
 end, or with ``complete: false`` when the run is interrupted (Ctrl-C keeps everything finished so far).
@@ -44,15 +44,15 @@ def bench(
     cfg = opt.measure_config(
         options, drafts=list(draft or []), k=parse_int_list(k, "--k"), batch=() if batch is None else (batch,)
     )
-    from specmeter.measuring.bench import run_bench
-    from specmeter.report.console import framed_by_hygiene, render_result_body
+    from specmeter.measuring.bench_run import run_bench
+    from specmeter.report.view import framed_by_hygiene, render_result_body
 
     @framed_by_hygiene  # the batch table inside the frame: a busy machine's line stays the last one
     def view(out: Mapping[str, Any], term: Console) -> None:
         render_result_body(out, term)
         section = (out.get("bench") or {}).get("batch")
         if section:
-            from specmeter.selection.console_batch import render_batch_bench
+            from specmeter.selection.view_batch import render_batch_bench
 
             render_batch_bench(section, term)
 

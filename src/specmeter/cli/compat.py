@@ -35,8 +35,8 @@ def compat(
     from specmeter.modeldir import ModelDirError, inspect_model
     from specmeter.report.files import write_json_atomic
     from specmeter.selection.compat import check_compat
-    from specmeter.selection.console_compat import render_compat
     from specmeter.selection.tokens import check_tokenization
+    from specmeter.selection.view_compat import render_compat
     from specmeter.workloads import WorkloadError, load_workload
 
     check_outputs(

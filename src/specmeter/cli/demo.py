@@ -25,8 +25,8 @@ from specmeter.cli.common import (
     measure_errors,
     resolve_store,
 )
-from specmeter.report.console import hygiene_line
 from specmeter.report.fmt import fmt_ci, fmt_num, fmt_pct, fmt_speedup
+from specmeter.report.view import hygiene_line
 
 
 def demo(
@@ -81,7 +81,7 @@ def demo(
 
 
 def print_machine(runs: dict[str, dict[str, Any]], console: Console) -> None:
-    """One line per run the machine was busy or unusable during (``report.console.hygiene_line``), named:
+    """One line per run the machine was busy or unusable during (``report.view.hygiene_line``), named:
     printed above and below the summary, like ``framed_by_hygiene`` frames one result."""
     for name, r in runs.items():
         line = hygiene_line(r)

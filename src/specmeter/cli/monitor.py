@@ -232,7 +232,7 @@ def monitor(
             f"--prometheus: no {kind or 'vllm'} speculative-decoding series in {prometheus}", code=EXIT_FAILED
         )
     if once and stdout_is_terminal() and not quiet:
-        from specmeter.monitoring.live import render
+        from specmeter.monitoring.view_live import render
 
         console.print(render(monitor.trackers, rules, rules.alpha_threshold))
     if once:
@@ -260,8 +260,8 @@ async def _watch(
     from rich.live import Live
 
     from specmeter.monitoring.alerts import alert_sinks
-    from specmeter.monitoring.live import render, window_line
     from specmeter.monitoring.monitor import Monitor
+    from specmeter.monitoring.view_live import render, window_line
 
     def say(line: str) -> None:
         err_console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -73,7 +73,7 @@ def run_requests(
     with watching(history, exporter, *export) as store:
         monitor = RequestMonitor(config, rules, store=store, exporter=exporter, on_problem=problem)
         if not once and not quiet:
-            from specmeter.monitoring.domain_view import domain_line
+            from specmeter.monitoring.view_domains import domain_line
 
             monitor.on_window = lambda w: console.print(
                 domain_line(w), markup=False, highlight=False, soft_wrap=True
@@ -109,7 +109,7 @@ async def _watch(monitor: RequestMonitor, alerts_log: Path | None, webhook: str 
 
 
 def _render_once(monitor: RequestMonitor, rules: AlertRules) -> None:
-    from specmeter.monitoring.domain_view import domain_line, domain_table
+    from specmeter.monitoring.view_domains import domain_line, domain_table
 
     windows = monitor.published
     if len(windows) <= TABLE_ROWS or not stdout_is_terminal():

@@ -1,6 +1,6 @@
 """``roi --from-whatif whatif.json --alpha A``: the field report's ROI of a draft that would reach α, priced
-with the speedup the what-if surface measured at that α (``selection.whatif``), and with ``--target-roi N``
-(alias ``--payback-within``) the α a draft must reach to pay back within N months
+with the speedup the what-if surface measured at that α (``selection.whatif_surface``), and with
+``--target-roi N`` (alias ``--payback-within``) the α a draft must reach to pay back within N months
 (``economics.roi.speedup_for_payback``).
 
 Two ways to size the fleet, side by side when both are given: monthly tokens at a baseline throughput
@@ -99,7 +99,7 @@ def roi_from_whatif(
     """
     from specmeter.economics import compute_roi
     from specmeter.report.files import write_json_atomic
-    from specmeter.selection.whatif import speedup_at
+    from specmeter.selection.whatif_surface import speedup_at
 
     section = _read(path)["whatif"]
     base = None if capacity is None else _baseline(capacity)
@@ -142,7 +142,7 @@ def _payback(
     section: dict[str, Any], inputs: Any, payback_months: float, b: int, k: int | None
 ) -> dict[str, Any]:
     from specmeter.economics.roi import speedup_for_payback
-    from specmeter.selection.whatif import alpha_for_speedup
+    from specmeter.selection.whatif_surface import alpha_for_speedup
 
     needed = speedup_for_payback(inputs, payback_months)
     found = None if needed is None else alpha_for_speedup(section, needed, b, k)
@@ -263,7 +263,7 @@ def _capacity_payback(
     import math
 
     from specmeter.economics.capacityroi import speedup_for_capacity_payback
-    from specmeter.selection.whatif import alpha_for_speedup
+    from specmeter.selection.whatif_surface import alpha_for_speedup
 
     needed = speedup_for_capacity_payback(base.baseline_rps, ask.traffic, ask.baseline_price, ask.spec_price,
                                           ask.engineering_cost, months)  # fmt: skip

@@ -122,7 +122,7 @@ def show(
     run: str = typer.Argument(..., help="Run id, latest or latest~N."), store: Path | None = store_option()
 ) -> None:
     """Print a stored run's result tables (a run killed before its summary is summarised from its records)."""
-    from specmeter.report.console import render_result
+    from specmeter.report.view import render_result
     from specmeter.store import StoreError, is_run_ref, load_source
 
     if not is_run_ref(run):

@@ -1,7 +1,8 @@
-"""``specmeter select``: parse the options and the traffic mix, run ``measuring.select``, render the ranking.
+"""``specmeter select``: parse the options and the traffic mix, run ``measuring.select_run``, render the
+ranking.
 
 The mix is checked against the workload's categories before any model is loaded, so a typo costs a second,
-not a run; the ranking itself is ``selection.select``.
+not a run; the ranking itself is ``selection.select_analysis``.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def select(
     options: dict[str, Any],
 ) -> None:
     """Rank drafts × k by traffic-weighted speedup; per-domain α and E, memory; draft and k per domain."""
-    from specmeter.measuring.select import check_mix, run_select
-    from specmeter.selection.console_select import render_select
+    from specmeter.measuring.select_run import check_mix, run_select
+    from specmeter.selection.view_select import render_select
 
     ks = parse_int_list(k, "--k")
     with measure_errors():

@@ -1,8 +1,8 @@
-"""``specmeter tune``: parse the sweep's options, run ``measuring.tune``, render the best k per category.
+"""``specmeter tune``: parse the sweep's options, run ``measuring.tune_run``, render the best k per category.
 
-The measurement (cost curve to k_max + 1, baseline and every k interleaved) is ``measuring.tune``; the
+The measurement (cost curve to k_max + 1, baseline and every k interleaved) is ``measuring.tune_run``; the
 analysis (four speedups per k, predictions tested on a held-out k, best k per category) is
-``selection.tune``.
+``selection.tune_analysis``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def tune(
     options: dict[str, Any],
 ) -> None:
     """Best draft length k per category: cost curve, four speedups per k, predictions tested on held-out k."""
-    from specmeter.measuring.tune import resolve_ks
+    from specmeter.measuring.tune_run import resolve_ks
 
     with measure_errors():
         ks, held = resolve_ks(k_max, None if k is None else parse_int_list(k, "--k"), holdout)
@@ -55,7 +55,7 @@ def tune(
         extra={"k_max": k_max, "holdout": held},
         batch=() if batch is None else tuple(parse_int_list(batch, "--batch")),
     )  # fmt: skip
-    from specmeter.measuring.tune import run_tune
+    from specmeter.measuring.tune_run import run_tune
 
     quiet = options["quiet"]
     with measure_errors():
@@ -67,11 +67,11 @@ def tune(
 
 
 def _render(out: dict[str, Any]) -> None:
-    from specmeter.selection.console_tune import render_tune
+    from specmeter.selection.view_tune import render_tune
 
     render_tune(out, console)
     section = (out.get("tune") or {}).get("batch")
     if section:
-        from specmeter.selection.console_batch import render_batch_tune
+        from specmeter.selection.view_batch import render_batch_tune
 
         render_batch_tune(section, console)

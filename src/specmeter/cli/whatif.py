@@ -1,8 +1,8 @@
-"""``specmeter whatif``: parse the grid's options, run ``measuring.whatif``, render the surface.
+"""``specmeter whatif``: parse the grid's options, run ``measuring.whatif_run``, render the surface.
 
 The measurement (baseline and one synthetic-acceptance run per (α, k), waves of B, interleaved) is
-``measuring.whatif``; what the surface says (E at any α, break-even, best k, the overlay) is
-``selection.whatif``; the view is ``selection.console_whatif``.
+``measuring.whatif_run``; what the surface says (E at any α, break-even, best k, the overlay) is
+``selection.whatif_surface``; the view is ``selection.view_whatif``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from specmeter.cli.common import (
     parse_int_list,
 )
 from specmeter.measuring.config import BENCH_K
-from specmeter.measuring.whatif import WHATIF_ALPHAS, WHATIF_BATCHES
+from specmeter.measuring.whatif_run import WHATIF_ALPHAS, WHATIF_BATCHES
 
 
 def _list(values: tuple[float, ...] | tuple[int, ...]) -> str:
@@ -114,9 +114,9 @@ def whatif(
     cfg_measure = opt.measure_config(
         options, drafts=[] if draft is None else [draft], k=ks, kind="whatif", standin=standin
     )
-    from specmeter.measuring.whatif import WhatifConfig, run_whatif
-    from specmeter.measuring.whatif_vllm import run_whatif_vllm
-    from specmeter.selection.console_whatif import render_whatif
+    from specmeter.measuring.whatif_run import WhatifConfig, run_whatif
+    from specmeter.measuring.whatif_run_vllm import run_whatif_vllm
+    from specmeter.selection.view_whatif import render_whatif
 
     with measure_errors():
         cfg = WhatifConfig(

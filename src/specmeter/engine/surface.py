@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 from specmeter.engine.base import BatchedCausalLM
 from specmeter.engine.batched import BatchedDecoder, SequenceRequest, StepTiming
-from specmeter.metrics.batching import CostSurface, SurfacePoint, spread
+from specmeter.metrics.batch_surface import CostSurface, SurfacePoint, spread
 
 __all__ = ["SurfaceSampler", "measure_cost_surface"]
 

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specmeter.report.console import framed_by_hygiene
 from specmeter.report.fmt import DASH, as_float, dig, fmt_num, fmt_speedup, with_ci
+from specmeter.report.view import framed_by_hygiene
 
 __all__ = ["queue_line", "render_load", "slo_line", "stop_paying_level"]
 
@@ -150,7 +150,7 @@ def _render_groups(entry: Mapping[str, Any], key: str, title: str, console: Cons
 
 @framed_by_hygiene
 def render_load(result: Mapping[str, Any], console: Console) -> None:
-    """The levels' table, framed by the machine's warning when it was busy (``report.console``)."""
+    """The levels' table, framed by the machine's warning when it was busy (``report.view``)."""
     config = dig(result, "run", "config") or {}
     title = f"specmeter load · {config.get('endpoint', DASH)}"
     if config.get("baseline"):

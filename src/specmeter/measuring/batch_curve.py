@@ -2,7 +2,7 @@
 
 Where speculation stops paying is read from two sources, and this module puts them next to each other:
 
-* **measured** — :func:`bench_at_batches` runs ``bench --batch B`` (``measuring.batching``, the very code
+* **measured** — :func:`bench_at_batches` runs ``bench --batch B`` (``measuring.batch_run``, the very code
   the command runs: waves of B concurrent sequences, baseline and candidates interleaved wave by wave, the
   cost surface timed between the waves) once per B, and :func:`batch_rows` reads each result into one row
   per (B, candidate): E_meas end-to-end and decode-only with their paired intervals, the surface's wave
@@ -11,8 +11,8 @@ Where speculation stops paying is read from two sources, and this module puts th
   side within that run; nothing is compared across runs but ratios.
 * **predicted** — :func:`predict_curve` times the surface t_step(B, k) for every B and k = 0 … k_max in the
   loop's rhythm at the per-position acceptance of a run already measured, and analyses it as ``tune
-  --batch`` does (``selection.batching.analyse_batch_tune``): E(B, k), the best k per B, the crossover and
-  the schedule (vLLM's ``num_speculative_tokens_per_batch_size`` and ``serve --k-schedule``).
+  --batch`` does (``selection.batch_analysis.analyse_batch_tune``): E(B, k), the best k per B, the crossover
+  and the schedule (vLLM's ``num_speculative_tokens_per_batch_size`` and ``serve --k-schedule``).
 
 :func:`best_k_by_batch` and :func:`crossover` are the same rule for both: per B the k with the highest E
 (k = 0, plain decoding, counts as 1.0; ties go to the smaller k), and the crossover is the smallest B whose
@@ -125,7 +125,7 @@ def bench_at_batches(
     """
     import tempfile
 
-    from specmeter.measuring.bench import run_bench
+    from specmeter.measuring.bench_run import run_bench
 
     runs: list[BatchRun] = []
     with tempfile.TemporaryDirectory(prefix="specmeter-batch-") as tmp:
@@ -183,8 +183,8 @@ def predict_curve(
     (token ids, reused in turn) at the per-position acceptance of ``source`` (a run of ``draft``); positions
     beyond the source's k decay by 0.9 per position, as ``tune --batch`` extends them."""
     from specmeter.engine.surface import measure_cost_surface
-    from specmeter.measuring.batching import measured_rates, surface_steps
-    from specmeter.selection.batching import analyse_batch_tune
+    from specmeter.measuring.batch_run import measured_rates, surface_steps
+    from specmeter.selection.batch_analysis import analyse_batch_tune
 
     # Native and transformers models both batch (as engine.batch_runner relies on).
     target_model: Any = target.model

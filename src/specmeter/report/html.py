@@ -19,15 +19,6 @@ from typing import Any
 from specmeter import __version__
 from specmeter.economics.roi import RoiInputs, compute_roi
 from specmeter.metrics.records import BASELINE
-from specmeter.report.console import (
-    bandwidth,
-    danger_note,
-    danger_tags,
-    hygiene_line,
-    stability_lines,
-    verdict,
-    vllm_check_lines,
-)
 from specmeter.report.fmt import (
     DASH,
     as_float,
@@ -61,6 +52,15 @@ from specmeter.report.html_parts import table
 from specmeter.report.html_svg import esc
 from specmeter.report.html_sweep import sweep_section
 from specmeter.report.html_whatif import whatif_section
+from specmeter.report.view import (
+    bandwidth,
+    danger_note,
+    danger_tags,
+    hygiene_line,
+    stability_lines,
+    verdict,
+    vllm_check_lines,
+)
 
 __all__ = ["render_report", "write_report"]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from specmeter.report.console import machine_row
 from specmeter.report.fmt import DASH, fmt_int, fmt_num, fmt_pct, fmt_speedup
 from specmeter.report.html_parts import table
 from specmeter.report.html_svg import esc
+from specmeter.report.view import machine_row
 
 __all__ = ["machine_section"]
 

@@ -1,6 +1,6 @@
 """The HTML report's what-if section: the measured surface E(α, k, B), break-even α, best k and the overlay
 of measured domains — from the result's ``whatif`` section, as the console shows it
-(``selection.console_whatif``)."""
+(``selection.view_whatif``)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specmeter.report.console import framed_by_hygiene
 from specmeter.report.fmt import DASH, fmt_int, fmt_ms, fmt_num, fmt_pct, fmt_speedup
-from specmeter.selection.tune import ALL
+from specmeter.report.view import framed_by_hygiene
+from specmeter.selection.tune_analysis import ALL
 
 _GOOD, _BAD = "bold green", "bold red"
 
@@ -136,7 +136,7 @@ def _best_table(best: Mapping[str, Any]) -> Table:
 
 @framed_by_hygiene
 def render_tune(result: Mapping[str, Any], console: Console) -> None:
-    """The result (framed by the machine's warning when it was busy: ``report.console.framed_by_hygiene``)."""
+    """The result (framed by the machine's warning when it was busy: ``report.view.framed_by_hygiene``)."""
     section = result.get("tune") or {}
     cfg = (result.get("run") or {}).get("config") or {}
     drafts = ", ".join(map(str, cfg.get("drafts") or []))

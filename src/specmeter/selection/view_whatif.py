@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specmeter.report.console import print_hygiene
 from specmeter.report.fmt import fmt_ci, fmt_num, fmt_speedup
-from specmeter.selection.whatif import describe_overlay
+from specmeter.report.view import print_hygiene
+from specmeter.selection.whatif_surface import describe_overlay
 
 _GOOD, _BAD = "bold green", "bold red"
 

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specmeter.report.console import framed_by_hygiene
 from specmeter.report.fmt import DASH, fmt_bytes, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_speedup, with_ci
+from specmeter.report.view import framed_by_hygiene
 
 _DANGER = "bold red"
 
@@ -30,7 +30,7 @@ def _danger(flag: Any) -> Text:
 
 @framed_by_hygiene
 def render_select(result: Mapping[str, Any], console: Console) -> None:
-    """The result (framed by the machine's warning when it was busy: ``report.console.framed_by_hygiene``)."""
+    """The result (framed by the machine's warning when it was busy: ``report.view.framed_by_hygiene``)."""
     s = result.get("select") or {}
     if result.get("complete") is False:
         console.print(Text("Interrupted: partial results, everything measured so far.", style="bold yellow"))

@@ -1,6 +1,6 @@
 """What an acceptance rate would buy: reading the measured surface E(α, k, B) of ``specmeter whatif``.
 
-``whatif`` measures E at a grid of forced acceptance rates (``measuring.whatif``); this module answers the
+``whatif`` measures E at a grid of forced acceptance rates (``measuring.whatif_run``); this module answers the
 questions asked of that grid, from the ``whatif`` section of the result JSON (docs/results.md) alone:
 
 * ``surface_e(section, α, k, B)``: E at any α between measured ones — linear in α between the two

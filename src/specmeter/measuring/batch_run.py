@@ -4,8 +4,8 @@
 baseline and candidates interleaved wave by wave. Between waves it times the cost surface a chunk at a time
 (``engine.surface.SurfaceSampler``: batch sizes 1, 2, 4, … up to B, k = 0 and every k run, acceptance as
 measured so far), so the surface and the runs share the machine's drift. The summaries price steps with
-the surface at B (``metrics.batching.curve_at``) instead of the batch-1 cost curve, and the ``batch``
-section puts E_meas beside its predictions (``selection.batching``).
+the surface at B (``metrics.batch_surface.curve_at``) instead of the batch-1 cost curve, and the ``batch``
+section puts E_meas beside its predictions (``selection.batch_analysis``).
 
 ``tune --batch`` keeps tune's batch-1 sweep; afterwards it times the surface at every batch size asked
 for and k = 0 … k_max, verifying at the source run's per-position acceptance, and predicts E(B, k), the
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from specmeter.engine.surface import SurfaceSampler
     from specmeter.measuring.config import MeasureConfig
     from specmeter.measuring.progress import Reporter
-    from specmeter.metrics.batching import CostSurface
+    from specmeter.metrics.batch_surface import CostSurface
     from specmeter.metrics.records import RequestRecord, RunRecord
 
 __all__ = [
@@ -126,7 +126,7 @@ def run_bench_batched(
                     s.sample()
 
     def after_runs(m: Measurement) -> None:
-        from specmeter.metrics.batching import curve_at
+        from specmeter.metrics.batch_surface import curve_at
 
         k_max = max(m.cfg.k)
         for name, sampler in samplers.items():
@@ -141,7 +141,7 @@ def run_bench_batched(
 
 def bench_batch_section(m: Measurement, batch: int, samplers: dict[str, SurfaceSampler]) -> dict[str, Any]:
     """Measured against predicted for every candidate, each draft with its own surface."""
-    from specmeter.selection.batching import analyse_batch_bench
+    from specmeter.selection.batch_analysis import analyse_batch_bench
 
     base = m.state.baseline_run()
     out: dict[str, Any] = {"batch": batch, "candidates": [], "surfaces": {}}
@@ -161,7 +161,7 @@ def tune_batch_section(
 ) -> dict[str, Any] | None:
     """tune --batch: the surface at every batch size asked for, timed after the sweep, and what it says."""
     from specmeter.engine.surface import measure_cost_surface
-    from specmeter.selection.batching import analyse_batch_tune
+    from specmeter.selection.batch_analysis import analyse_batch_tune
 
     if not m.cfg.batch or not source.requests or m.interrupted:
         return None

@@ -20,7 +20,7 @@ from typing import Any
 
 from specmeter.engine.schedule import KSchedule
 from specmeter.metrics.acceptance import acceptance_counts, acceptance_length, per_position_acceptance
-from specmeter.metrics.batching import (
+from specmeter.metrics.batch_surface import (
     CostSurface,
     predict_speedup_batched,
     predict_speedup_waves,

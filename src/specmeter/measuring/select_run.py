@@ -41,8 +41,9 @@ def run_select(
     *,
     render: Callable[[dict[str, Any]], None] | None = None,
 ) -> Outcome:
-    """Measure every candidate, rank them (``selection.select``) into the ``select`` section, close."""
-    from specmeter.selection.select import analyse_select
+    """Measure every candidate, rank them (``selection.select_analysis``) into the ``select`` section,
+    close."""
+    from specmeter.selection.select_analysis import analyse_select
 
     m = run_candidates(cfg, reporter)
     runs = [m.state.candidate_run(i) for i in range(len(m.state.candidates))]

@@ -24,7 +24,7 @@ from specmeter.measuring.run import Outcome, close, start_watch
 
 if TYPE_CHECKING:
     from specmeter.measuring.progress import Reporter
-    from specmeter.measuring.whatif import WhatifConfig
+    from specmeter.measuring.whatif_run import WhatifConfig
     from specmeter.metrics.records import RequestRecord
 
 __all__ = ["run_whatif_vllm"]
@@ -39,7 +39,7 @@ def run_whatif_vllm(
     from specmeter.engine.vllm_runner import run_sequential
     from specmeter.measuring.prompts import prepare_prompts
     from specmeter.measuring.vllm import load_handles, one_line
-    from specmeter.measuring.whatif import (
+    from specmeter.measuring.whatif_run import (
         WhatifMeasurement,
         baseline_label,
         cell_label,

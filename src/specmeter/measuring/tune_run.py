@@ -2,7 +2,8 @@
 
 Natively the cost curve t_T(n), n = 1..k_max+1, and t_D(1) are measured on warm caches before the sweep and
 written to the result file at once; with vLLM, which times only whole engine steps, an effective curve is
-fitted to the step times of the k values the predictions may use. ``selection.tune`` analyses the sweep.
+fitted to the step times of the k values the predictions may use. ``selection.tune_analysis`` analyses the
+sweep.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = ["K_MAX_LIMIT", "resolve_ks", "run_tune"]
 
 def resolve_ks(k_max: int, ks: Sequence[int] | None, holdout: int | None) -> tuple[list[int], int | None]:
     """The k values to run (default 1..k_max) and the held-out one (None: auto; 0: none), validated."""
-    from specmeter.selection.tune import auto_holdout
+    from specmeter.selection.tune_analysis import auto_holdout
 
     if not 1 <= k_max <= K_MAX_LIMIT:
         raise MeasureError(f"--k-max: must be between 1 and {K_MAX_LIMIT}, got {k_max}")
@@ -57,7 +58,7 @@ def run_tune(
     """Run the sweep, analyse it into the ``tune`` section, close."""
     from specmeter.engine.costs import measure_cost_curve
     from specmeter.metrics.costmodel import step_cost_curve
-    from specmeter.selection.tune import analyse_tune, cost_curve_section
+    from specmeter.selection.tune_analysis import analyse_tune, cost_curve_section
 
     def measure(state: RunState[LoadedModel], context: Sequence[int]) -> None:
         draft = state.candidates[0].draft
@@ -96,7 +97,7 @@ def run_tune(
     if cfg.backend == "vllm":
         section["cost_curve"]["source"] = "effective: fitted to vLLM step times (t_T(n) flat, t_D(1) = slope)"
     if cfg.batch and section.get("source_k") is not None:
-        from specmeter.measuring.batching import tune_batch_section
+        from specmeter.measuring.batch_run import tune_batch_section
 
         source = next(r for r in runs if r.k == section["source_k"])
         batched = tune_batch_section(m, source, k_max=k_max, reporter=reporter)

@@ -16,7 +16,7 @@ so (``whatif.synthetic``).
 
 The cost curve at batch 1 is measured first (t_T(n), t_D(1)): its c = t_D(1) / t_T(1) is the cost ratio
 the surface was measured at, printed beside the draft (or the stand-in's layer fraction). The analysis of
-the surface — E at any α, break-even α, best k, the overlay of real domains — is ``selection.whatif``.
+the surface — E at any α, break-even α, best k, the overlay of real domains — is ``selection.whatif_surface``.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def run_whatif(
     """Measure the surface E(α, k, B), analyse it, close like every measuring command."""
     m = cfg.measure
     if m.backend != "native":
-        raise MeasureError("--backend: this runs the native engine; measuring.whatif_vllm runs vLLM's")
+        raise MeasureError("--backend: this runs the native engine; measuring.whatif_run_vllm runs vLLM's")
     from specmeter.engine.runner import Candidate, RunState, measure_costs
     from specmeter.engine.sampling import SamplingParams
     from specmeter.measuring.models import load_models
@@ -308,7 +308,7 @@ def whatif_section(
     backend: str = "native",
 ) -> dict[str, Any]:
     """The ``whatif`` section: the grid, every cell's E and measured acceptance, and what they say."""
-    from specmeter.selection.whatif import (
+    from specmeter.selection.whatif_surface import (
         baseline_summary,
         best_k,
         break_even,

@@ -20,9 +20,9 @@ def run_bench(
     """Measure and close; the result is also in ``cfg.json_out`` and the run store when set.
 
     With ``cfg.batch`` (one batch size B) the golden set runs in waves of B concurrent sequences
-    (``measuring.batching``)."""
+    (``measuring.batch_run``)."""
     if cfg.batch:
-        from specmeter.measuring.batching import run_bench_batched
+        from specmeter.measuring.batch_run import run_bench_batched
 
         return run_bench_batched(cfg, reporter, render=render)
     return close(run_candidates(cfg, reporter), render=render)
