@@ -127,8 +127,8 @@ browser:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 
 demo: $(STAMP)
@@ -144,7 +144,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/crossover.py
 	$(BIN)/python benchmarks/whatif_truth.py
 
-# The bundled demo models, reproducible from fixed seeds. The corpus uses seed 0 and 60k+60k documents: the
+# The bundled demo models, reproducible from fixed seeds. The corpus generator is a build tool outside the
+# installed package (tools/corpus, docs/corpus.md). The corpus uses seed 0 and 60k+60k documents: the
 # golden sets are checked to be held out against exactly that corpus (docs/corpus.md); the distillation
 # prompts are cut from its first 3,000 legal documents, so they are training data too (about an hour on 2 CPU cores; resumable:
 # rerun after an interruption and every stage continues from its checkpoint). Not part of the tests.
@@ -156,9 +157,9 @@ DISTILL_STEPS ?= 800
 
 models: $(STAMP)
 	mkdir -p $(WORK)
-	test -f $(WORK)/corpus.jsonl || $(BIN)/python -m specmeter.bundled.corpus \
+	test -f $(WORK)/corpus.jsonl || PYTHONPATH=tools $(BIN)/python -m corpus \
 		--out $(WORK)/corpus.jsonl --general 60000 --legal 60000 --seed 0
-	test -f $(WORK)/legal-prompts.jsonl || $(BIN)/python -m specmeter.bundled.corpus \
+	test -f $(WORK)/legal-prompts.jsonl || PYTHONPATH=tools $(BIN)/python -m corpus \
 		--out $(WORK)/legal-prompts.jsonl --general 0 --legal 3000 --seed 0
 	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/target --preset target \
 		--vocab-size 2048 --steps $(TARGET_STEPS) --seed 0 --work $(WORK)/target

@@ -13,8 +13,6 @@ E_meas ≥ 0.9·E_cal. How to read the output: benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -31,32 +29,25 @@ from specmeter.engine.loader import LoadedModel, load_model
 from specmeter.engine.runner import PreparedPrompt as Prompt
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
-from specmeter.metrics import speedup_calibrated, summarize
 from specmeter.metrics.records import CostCurve, RequestRecord, RunRecord
+from specmeter.metrics.speedup import speedup_calibrated
+from specmeter.metrics.summary import summarize
 from specmeter.modeldir import ModelDirError
-from specmeter.workloads import WorkloadError, bundled_prompts, load_workload, render_prompt
+from specmeter.workloads import WorkloadError, load_workload, render_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "src" / "specmeter" / "assets"
 BUNDLED = (ASSETS / "models" / "target", ASSETS / "models" / "draft-legal", ASSETS / "golden" / "legal.jsonl")
-CACHE = ROOT / ".bench-cache"
 SYSTEMS = ("specmeter speculative", "specmeter baseline", "hf assisted", "hf greedy")
 SPEC, BASE, HF_ASSISTED, HF_GREEDY = SYSTEMS
 # Goals of issue 2, checked and printed (not enforced: they depend on the machine and its load).
 GOAL_VS_ASSISTED = 1.3
 GOAL_MEAS_OVER_CAL = 0.9
-# Stdlib docstrings: a fixed, offline source of English to train a 4096-entry tokenizer on.
-_DOC_MODULES = [
-    *("argparse", "calendar", "collections", "csv", "datetime", "decimal", "difflib", "email.message"),
-    *("fractions", "functools", "http.client", "inspect", "json", "logging", "pathlib", "pickle", "random"),
-    *("shutil", "socket", "sqlite3", "statistics", "string", "subprocess", "tarfile", "textwrap"),
-    *("threading", "typing", "unittest", "urllib.request", "zipfile"),
-]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--target", type=Path, help="target model directory (default: bundled or provisional)")
+    ap.add_argument("--target", type=Path, help="target model directory (default: the bundled target)")
     ap.add_argument("--draft", type=Path, help="draft model directory")
     ap.add_argument("--prompts", type=Path, help="golden set (specmeter JSONL or Spec-Bench question.jsonl)")
     ap.add_argument("--k", type=int, default=4, help="draft length (default 4)")
@@ -79,50 +70,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _docstrings() -> list[str]:
-    texts: list[str] = []
-    for name in _DOC_MODULES:
-        module = importlib.import_module(name)
-        texts.append(inspect.getdoc(module) or "")
-        for attr, obj in sorted(vars(module).items()):
-            if not attr.startswith("_") and (inspect.isclass(obj) or inspect.isfunction(obj)):
-                texts.append(inspect.getdoc(obj) or "")
-    return [t for t in texts if t]
-
-
-def provisional_models(cache: Path) -> tuple[Path, Path]:
-    """Build once (then reuse) a random ~27M Llama target and a 2-layer layer-skip draft of it."""
-    from specmeter.engine import tiny
-
-    target, draft = cache / "target", cache / "draft-layerskip"
-    if (target / "config.json").is_file() and (draft / "config.json").is_file():
-        return target, draft
-    print(f"building provisional models under {cache}/ (once)…", flush=True)
-    tok = tiny.build_tokenizer(cache / "tokenizer", tiny.sample_corpus() + _docstrings(), vocab_size=4096)
-    # embed_scale=1000: at hidden 512 each layer moves the residual stream more than at the demo's 256, and
-    # the demo's 300 leaves the 2-layer draft agreeing with the target on ~30% of tokens; 1000 gives ~65%.
-    cfg = tiny.TinyConfig(
-        hidden=512, layers=8, heads=8, kv_heads=4, intermediate=1376, max_positions=2048,
-        init_std=0.05, embed_scale=1000,
-    )  # fmt: skip
-    tiny.build_random_llama(target, tok, cfg, seed=0)
-    tiny.build_layer_skip_draft(target, draft, [0, 7])
-    return target, draft
-
-
-def resolve_inputs(args: argparse.Namespace) -> tuple[Path, Path, Path, str | None]:
-    """(target, draft, prompts, note): the user's, the bundled ones, or provisional random models."""
+def resolve_inputs(args: argparse.Namespace) -> tuple[Path, Path, Path]:
+    """(target, draft, prompts): the user's, or the bundled target, legal draft and legal golden set."""
     if args.target is not None:
-        return args.target, args.draft, args.prompts, None
-    if all(p.exists() for p in BUNDLED):
-        return *BUNDLED, None
-    target, draft = provisional_models(CACHE)
-    note = (
-        "NOTE: provisional random models (the bundled demo models are not there yet): a random Llama "
-        "target whose embeddings dominate and a draft made of its first and last layers. Acceptance is "
-        "an artefact of that construction; the ratios between engines are what this run is for."
-    )
-    return target, draft, bundled_prompts("smoke"), note
+        return args.target, args.draft, args.prompts
+    return BUNDLED
 
 
 def load_prompts(path: Path, tokenizer: Any, limit: int, max_tokens: int) -> list[Prompt]:
@@ -407,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
-    target_dir, draft_dir, prompts_path, note = resolve_inputs(args)
+    target_dir, draft_dir, prompts_path = resolve_inputs(args)
     device = torch.device(args.device)
     try:
         target = load_model(target_dir, dtype="float32", device=args.device, implementation="native")
@@ -427,8 +379,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"passes  {args.repeats} · torch {torch.__version__} · {torch.get_num_threads()} thread(s) · {device}"
     )
-    if note:
-        print(note)
     for fn in bench.systems().values():  # warm-up: allocation and kernel selection stay out of the numbers
         fn(prompts[0], min(8, prompts[0].max_tokens))
     fed = bench.check_assisted_schedule(prompts[0], prompts[0].max_tokens)

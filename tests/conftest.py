@@ -11,7 +11,7 @@ import pytest
 import torch
 import transformers
 
-from specmeter.engine.tiny import TinyConfig, build_layer_skip_draft, build_random_llama, build_tokenizer
+from tiny_models import TinyConfig, build_layer_skip_draft, build_random_llama, build_tokenizer
 
 # Tiny models gain nothing from a second thread, and on a shared 2-core machine OpenMP threads that spin
 # while another process holds the other core make each forward ~10x slower.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specmeter.engine.tiny import TinyConfig, build_random_llama
+from tiny_models import TinyConfig, build_random_llama
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from specmeter.engine.loader import load_model
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import speculative_decode
-from specmeter.engine.tiny import sample_corpus
+from tiny_models import sample_corpus
 
 MAX = 24
 

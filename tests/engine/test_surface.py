@@ -12,8 +12,8 @@ from specmeter.engine.loader import load_model
 from specmeter.engine.runner import Candidate, PreparedPrompt, RunState
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.surface import SurfaceSampler
-from specmeter.engine.tiny import sample_corpus
 from specmeter.metrics.acceptance import per_position_acceptance
+from tiny_models import sample_corpus
 
 
 @pytest.fixture(scope="module")

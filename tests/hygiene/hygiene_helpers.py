@@ -1,4 +1,5 @@
-"""Hygiene test helpers: a bounded CPU hog (stopped by PID) and a stand-in for the pynvml module."""
+"""Hygiene test helpers: a bounded CPU hog (stopped by PID), one process's share of a sampler's "other" CPU,
+and a stand-in for the pynvml module."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ def cpu_hog(seconds: float = 60.0, count: int = 1) -> Iterator[int]:
                 os.kill(proc.pid, signal.SIGKILL)
         for proc in procs:
             proc.wait(timeout=10)
+
+
+def other_cores_of(sampler: Any, pid: int) -> float | None:
+    """Mean cores process ``pid`` used in a stopped ``MachineSampler``'s window, as "other" CPU (None: never
+    seen using CPU, or counted as the measurement's own). Reads the sampler's per-process tally, which the
+    figures only show for the top five."""
+    wall = sampler.stop()["duration_s"]  # stop() is idempotent: the figures of the closed window
+    used = [cpu for (p, _), cpu in sampler._other_by_proc.items() if p == pid]
+    return sum(used) / wall if used and wall > 0 else None
 
 
 def spin(seconds: float) -> None:

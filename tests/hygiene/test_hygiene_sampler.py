@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from hygiene_helpers import FakeNvml, cpu_hog, spin
+from hygiene_helpers import FakeNvml, cpu_hog, other_cores_of, spin
 
 from specmeter.hygiene import probes
 from specmeter.hygiene import sampler as sampler_module
@@ -33,7 +33,7 @@ def test_a_hog_started_before_the_window_is_another_process() -> None:
         hog_s = _cpu_s(pid) - before
         f = sampler.stop()
     # What the hog got depends on what else this shared machine runs; the sampler must agree with it.
-    hog = sampler.other_cores_of(pid)
+    hog = other_cores_of(sampler, pid)
     assert hog == pytest.approx(hog_s / f["duration_s"], abs=0.05)
     assert f["other_cores"] >= hog - 0.05
     assert f["own_cores"] < 0.1
@@ -63,7 +63,7 @@ def test_our_own_work_and_children_started_in_the_window_are_the_measurement(
     used = sum(after[:4]) - sum(mine[:4])  # user, system, children_user, children_system
     assert f["sampler"]["scans"] >= 4
     # Started in the window's first instant: psutil's create_time (whole-second boot time) reads it as older.
-    assert sampler.other_cores_of(child.pid) is None
+    assert other_cores_of(sampler, child.pid) is None
     assert child.pid not in {p["pid"] for p in f["top_processes"]}
     assert f["own_cores"] * f["duration_s"] == pytest.approx(used, abs=0.1)
     assert used > 0.2  # the spin and the child did run

@@ -6,15 +6,9 @@ import random
 
 import pytest
 
-from specmeter.metrics import (
-    RequestRecord,
-    RunRecord,
-    StepRecord,
-    acceptance_counts,
-    per_position_acceptance,
-    summarize,
-)
-from specmeter.metrics.records import ModelInfo
+from specmeter.metrics.acceptance import acceptance_counts, per_position_acceptance
+from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord, StepRecord
+from specmeter.metrics.summary import summarize
 from specmeter.monitoring.acceptance import acceptance_from_delta, acceptance_from_requests, steps_from_report
 from specmeter.monitoring.adapters import ACCEPTED, DRAFT_TOKENS, DRAFTS, CounterDelta, position_key
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from specmeter.monitoring.acceptance import ServerAcceptance
 from specmeter.monitoring.alerts import AlertRules
 from specmeter.monitoring.windows import Window
@@ -57,8 +59,11 @@ def test_windows_without_evidence_neither_extend_nor_break_a_streak() -> None:
 
 def test_tau_drop_against_first_window_or_given_baseline() -> None:
     rules = AlertRules(alpha_threshold=None, tau_drop_pct=20.0)
-    out = states(rules, [w(0, 0.7, 4.0), w(1, 0.7, 3.3), w(2, 0.7, 3.1), w(3, 0.7, 3.9)])
-    assert [(r, s) for _, r, s in out] == [("tau_drop", "firing"), ("tau_drop", "resolved")]
-    assert rules.baseline_tau("engine") == 4.0
+    windows = [w(0, 0.7, 4.0), w(1, 0.7, 3.3), w(2, 0.7, 3.1), w(3, 0.7, 3.9)]
+    events = [e for win in windows for e in rules.evaluate(win)]
+    assert [(e.rule, e.state) for e in events] == [("tau_drop", "firing"), ("tau_drop", "resolved")]
+    # The baseline is the first window's τ: the floor is 20 % below 4.0, and both messages name it.
+    assert events[0].threshold == pytest.approx(3.2)
+    assert all("baseline 4.000" in e.message for e in events)
     fixed = AlertRules(alpha_threshold=None, tau_drop_pct=10.0, tau_baseline=3.0)
     assert [(r, s) for _, r, s in states(fixed, [w(0, 0.7, 2.6)])] == [("tau_drop", "firing")]

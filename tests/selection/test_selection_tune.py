@@ -7,7 +7,8 @@ import random
 import pytest
 from selection_builders import CURVE, DRAFT, O0, O1, TARGET, expected_speedup_decode, run
 
-from specmeter.metrics import RequestRecord, RunRecord, StepRecord, summarize
+from specmeter.metrics.records import RequestRecord, RunRecord, StepRecord
+from specmeter.metrics.summary import summarize
 from specmeter.selection.tune_analysis import ALL, analyse_tune, auto_holdout, explain_row
 
 

@@ -8,7 +8,10 @@ a step costs ``step_s``, so a worse draft is also slower.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -83,3 +86,9 @@ def make_result(rows: Sequence[Row], *, complete: bool = True) -> dict[str, Any]
     if complete:
         result.finish()
     return result.to_dict()
+
+
+def integrity_ok(path: Path) -> bool:
+    """SQLite's own check of the whole store file, on a connection of its own (what a later reader sees)."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return bool(conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok")

@@ -84,7 +84,7 @@ def test_independent_resampling_is_wider_than_paired() -> None:
 
 
 def test_the_interval_of_the_difference_covers_the_truth() -> None:
-    from specmeter.metrics import expected_acceptance_rate
+    from specmeter.metrics.acceptance import expected_acceptance_rate
 
     truth = expected_acceptance_rate(0.6, 4) - expected_acceptance_rate(0.8, 4)
     covered = 0

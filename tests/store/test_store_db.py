@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from store_builders import make_result, make_rows
+from store_builders import integrity_ok, make_result, make_rows
 
 from specmeter.store import SCHEMA_VERSION, RunRecorder, RunStore, StoreError, default_store_path
 from specmeter.store.packing import (
@@ -112,7 +112,7 @@ def test_an_exception_inside_a_write_rolls_the_whole_write_back(tmp_path: Path) 
         assert store.run_info(run_id).requests == 0
         store.add_requests(run_id, rows)
         assert store.run_info(run_id).requests == len(rows)
-        assert store.integrity_ok()
+        assert integrity_ok(store.path)
 
 
 def test_refuses_foreign_newer_and_garbage_files(tmp_path: Path) -> None:

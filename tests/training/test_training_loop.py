@@ -10,12 +10,12 @@ import torch
 from typer.testing import CliRunner
 
 from specmeter.cli.app import app
-from specmeter.engine.tiny import sample_corpus
 from specmeter.training.data import CorpusError, parse_filter, read_documents, tokenize_corpus
 from specmeter.training.distill import heldout_alpha, load_teacher_rows, make_teacher_data, train_on_teacher
 from specmeter.training.lm import train_language_model
 from specmeter.training.loop import TrainConfig, lr_at
 from specmeter.training.models import PRESETS, build_model, export, load_trainable
+from tiny_models import sample_corpus
 
 runner = CliRunner()
 

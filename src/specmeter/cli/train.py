@@ -49,7 +49,7 @@ def load_or_train_tokenizer(tokenizer_dir: Path | None, docs: list[str], vocab_s
             return load_tokenizer(tokenizer_dir)
         except ModelDirError as e:
             fail(str(e))
-    from specmeter.engine.tiny import build_tokenizer
+    from specmeter.training.tokenizer import build_tokenizer
 
     return build_tokenizer(out, docs, vocab_size=vocab_size)
 

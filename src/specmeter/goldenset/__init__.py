@@ -5,8 +5,8 @@ logs, not golden sets. This package turns OpenAI request logs, ShareGPT conversa
 Spec-Bench questions and specmeter's own logs into a golden set in specmeter's format, every line keeping
 its provenance (``source: file:line``). Nothing here imports torch.
 
-(Not to be confused with ``bundled.corpus.golden``, which generates the bundled demo's golden sets from
-the synthetic corpus.)
+(Not to be confused with the repository's build tool ``tools/corpus``, which generates the bundled demo's
+golden sets from the synthetic corpus.)
 """
 
 from specmeter.goldenset.build import GoldenConfig, GoldenError, GoldenReport, build_golden, golden_line

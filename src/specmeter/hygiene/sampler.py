@@ -167,14 +167,6 @@ class MachineSampler:
         self._figures = self._summarize(psi1)
         return self._figures
 
-    def other_cores_of(self, pid: int) -> float | None:
-        """Mean cores another process used in the closed window (None: never seen using CPU, or own)."""
-        if self._figures is None:
-            raise RuntimeError("sampler still running")
-        wall = self._figures["duration_s"]
-        used = [cpu for (p, _), cpu in self._other_by_proc.items() if p == pid]
-        return sum(used) / wall if used and wall > 0 else None
-
     def __enter__(self) -> MachineSampler:
         return self.start()
 

@@ -26,10 +26,9 @@ from typing import Any
 from specmeter.goldenset.lengths import length_bucket
 from specmeter.load.client import RequestOutcome
 from specmeter.load.level import PhaseResult, RoleResult
-from specmeter.metrics import danger_zone, summarize, summarize_by_category
 from specmeter.metrics.records import ModelInfo, RunRecord
 from specmeter.metrics.slo import SLO, evaluate
-from specmeter.metrics.summary import MODEL_FILE_KEYS
+from specmeter.metrics.summary import MODEL_FILE_KEYS, danger_zone, summarize, summarize_by_category
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.monitoring.adapters import unavailable_metrics
 from specmeter.report.files import ResultFile

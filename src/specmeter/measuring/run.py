@@ -275,7 +275,7 @@ def _measure(
 
 def summarize_into(m: Measurement) -> None:
     """The baseline's and every candidate's summaries (overall and per category) into the result file."""
-    from specmeter.metrics import summarize, summarize_by_category
+    from specmeter.metrics.summary import summarize, summarize_by_category
 
     base_run = m.state.baseline_run()
     m.result.set_baseline(summarize(base_run, None), summarize_by_category(base_run, None))

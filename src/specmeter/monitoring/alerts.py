@@ -73,10 +73,6 @@ class AlertRules:
     def active(self, target: str) -> set[str]:
         return set(self._state.get(target, _TargetState()).active)
 
-    def baseline_tau(self, target: str) -> float | None:
-        st = self._state.get(target)
-        return self.tau_baseline if st is None or st.tau_baseline is None else st.tau_baseline
-
     def evaluate(self, window: Window) -> list[AlertEvent]:
         st = self._state.setdefault(window.target, _TargetState(tau_baseline=self.tau_baseline))
         events: list[AlertEvent] = []

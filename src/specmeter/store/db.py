@@ -308,9 +308,6 @@ class RunStore:
             out.append(StoredRequest(slot=row[0], draft=row[1], k=row[2], record=record))
         return out
 
-    def integrity_ok(self) -> bool:
-        return bool(self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok")
-
 
 def _dumps(result: Mapping[str, Any]) -> str:
     return json.dumps(result, ensure_ascii=False, allow_nan=False)

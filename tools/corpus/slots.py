@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from specmeter.bundled.corpus.grammar import Expansion
+from corpus.grammar import Expansion
 
 FEMALE_NAMES = (
     "Alice", "Amira", "Anna", "Beatrice", "Bella", "Carmen", "Chloe", "Clara", "Daisy", "Elena",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specmeter.bundled.corpus import (
+from corpus import (
     DEFAULT_SEED,
     GOLDEN_SEED,
     Document,
@@ -20,9 +20,9 @@ from specmeter.bundled.corpus import (
     legal,
     write_corpus,
 )
-from specmeter.bundled.corpus.cli import main
-from specmeter.bundled.corpus.generate import build_sentences
-from specmeter.bundled.corpus.spec import RegisterSpec
+from corpus.cli import main
+from corpus.generate import build_sentences
+from corpus.spec import RegisterSpec
 
 REGISTERS: tuple[Register, ...] = ("general", "legal")
 

@@ -13,10 +13,12 @@ corpus: pure Python, ``random.Random`` only, identical output for the same seed.
 
 Public API: :func:`generate_documents`, :func:`write_corpus`, :func:`corpus_stats`,
 :func:`write_golden_sets` (the bundled held-out golden sets), and the command line
-``python -m specmeter.bundled.corpus``. See ``docs/corpus.md``.
+``PYTHONPATH=tools python -m corpus``. A build tool of the repository (``make models`` runs it), not part of
+the installed package: specmeter ships what it wrote (``specmeter/assets/golden``), never the generator.
+See ``docs/corpus.md``.
 """
 
-from specmeter.bundled.corpus.generate import (
+from corpus.generate import (
     DEFAULT_SEED,
     GOLDEN_SEED,
     REGISTER_NAMES,
@@ -27,7 +29,7 @@ from specmeter.bundled.corpus.generate import (
     iter_documents,
     write_corpus,
 )
-from specmeter.bundled.corpus.golden import (
+from corpus.golden import (
     HOLDOUT_SAMPLE,
     GoldenPrompt,
     default_golden_dir,
@@ -35,7 +37,7 @@ from specmeter.bundled.corpus.golden import (
     held_out_violations,
     write_golden_sets,
 )
-from specmeter.bundled.corpus.stats import CorpusStats, RegisterStats, corpus_stats, format_stats
+from corpus.stats import CorpusStats, RegisterStats, corpus_stats, format_stats
 
 __all__ = [
     "DEFAULT_SEED",

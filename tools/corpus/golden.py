@@ -7,8 +7,8 @@ listed round-robin, so any leading slice of a file stays balanced too.
 
 Held out, for real:
 
-1. They come from :data:`~specmeter.bundled.corpus.generate.GOLDEN_SEED`, which
-   :func:`~specmeter.bundled.corpus.generate.write_corpus` refuses, in per-sub-category streams
+1. They come from :data:`~corpus.generate.GOLDEN_SEED`, which
+   :func:`~corpus.generate.write_corpus` refuses, in per-sub-category streams
    that the training corpus never draws from.
 2. Different seeds still share templates, and a formulaic opening ("In this Agreement, unless the
    context otherwise requires, ...") can recur verbatim. So a candidate whose prompt is a prefix of any
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from specmeter.bundled.corpus.generate import (
+from corpus.generate import (
     DEFAULT_SEED,
     GOLDEN_SEED,
     REGISTER_NAMES,

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from specmeter.bundled.corpus import slots
-from specmeter.bundled.corpus.grammar import (
+from corpus import slots
+from corpus.grammar import (
     Choice,
     Grammar,
     GrammarError,

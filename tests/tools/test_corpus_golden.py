@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specmeter.bundled.corpus import (
+from corpus import (
     DEFAULT_SEED,
     GOLDEN_SEED,
     Register,
@@ -18,8 +18,8 @@ from specmeter.bundled.corpus import (
     held_out_violations,
     write_golden_sets,
 )
-from specmeter.bundled.corpus.cli import main
-from specmeter.bundled.corpus.golden import MAX_WORDS, MIN_WORDS, TrainingPrefixes, cut_prompt
+from corpus.cli import main
+from corpus.golden import MAX_WORDS, MIN_WORDS, TrainingPrefixes, cut_prompt
 from specmeter.workloads import load_workload
 
 REGISTERS: tuple[Register, ...] = ("general", "legal")
@@ -50,7 +50,7 @@ def test_golden_sets_are_reproducible(tmp_path: Path) -> None:
     for register in REGISTERS:
         assert written[register].read_bytes() == _golden(register).read_bytes(), (
             f"{register}.jsonl differs from what the generator writes now; if the grammar changed on "
-            "purpose, regenerate: python -m specmeter.bundled.corpus --golden src/specmeter/assets/golden"
+            "purpose, regenerate: PYTHONPATH=tools python -m corpus --golden src/specmeter/assets/golden"
         )
 
 

@@ -1,9 +1,10 @@
-"""``python -m specmeter.bundled.corpus``: write a training corpus and/or the golden sets.
+"""``python -m corpus``: write a training corpus and/or the golden sets.
 
-Examples::
+A build tool, not part of the installed package: run it from the repository root with ``tools`` on the
+import path (``make models`` does). Examples::
 
-    python -m specmeter.bundled.corpus --out corpus.jsonl --general 60000 --legal 60000 --seed 0
-    python -m specmeter.bundled.corpus --golden src/specmeter/assets/golden
+    PYTHONPATH=tools python -m corpus --out corpus.jsonl --general 60000 --legal 60000 --seed 0
+    PYTHONPATH=tools python -m corpus --golden src/specmeter/assets/golden
 
 The corpus run prints its statistics (size, vocabulary, per-register entropies). ``--golden`` writes
 golden sets held out from the corpus the same arguments describe: no prompt is a prefix of any of the
@@ -18,9 +19,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from specmeter.bundled.corpus.generate import DEFAULT_SEED, GOLDEN_SEED, write_corpus
-from specmeter.bundled.corpus.golden import HOLDOUT_SAMPLE, write_golden_sets
-from specmeter.bundled.corpus.stats import format_stats
+from corpus.generate import DEFAULT_SEED, GOLDEN_SEED, write_corpus
+from corpus.golden import HOLDOUT_SAMPLE, write_golden_sets
+from corpus.stats import format_stats
 
 #: Recommended training size per register (what docs/corpus.md reports figures for); the bundled
 #: golden sets are held out from exactly this many documents per register.
@@ -29,7 +30,7 @@ DEFAULT_DOCUMENTS = HOLDOUT_SAMPLE
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m specmeter.bundled.corpus",
+        prog="python -m corpus",
         description="Generate specmeter's synthetic English corpus (general and legal registers).",
     )
     parser.add_argument("--out", help="corpus JSONL to write ({text, register, category} per line)")

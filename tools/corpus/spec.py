@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from specmeter.bundled.corpus.grammar import Expansion, Grammar
+from corpus.grammar import Expansion, Grammar
 
 
 @dataclass(frozen=True)

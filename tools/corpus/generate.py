@@ -17,10 +17,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from specmeter.bundled.corpus import general, legal
-from specmeter.bundled.corpus.grammar import finish
-from specmeter.bundled.corpus.spec import CategorySpec, RegisterSpec
-from specmeter.bundled.corpus.stats import CorpusStats, StatsAccumulator
+from corpus import general, legal
+from corpus.grammar import finish
+from corpus.spec import CategorySpec, RegisterSpec
+from corpus.stats import CorpusStats, StatsAccumulator
 
 Register: TypeAlias = Literal["general", "legal"]
 REGISTER_NAMES: tuple[Register, ...] = ("general", "legal")

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from specmeter.bundled.corpus import Document, corpus_stats, format_stats, generate_documents
-from specmeter.bundled.corpus.stats import split_words
+from corpus import Document, corpus_stats, format_stats, generate_documents
+from corpus.stats import split_words
 
 
 def test_split_words() -> None:

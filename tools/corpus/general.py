@@ -3,14 +3,14 @@
 Five sub-categories. Compared with the legal register the vocabulary is wide (hundreds of everyday
 nouns, verbs and adjectives drawn independently per sentence) and the sentence frames are short and
 many, so the next word is much less predictable: that difference in entropy is the gap the bundled demo
-measures. The vocabularies live in :mod:`specmeter.bundled.corpus.words`.
+measures. The vocabularies live in :mod:`corpus.words`.
 """
 
 from __future__ import annotations
 
-from specmeter.bundled.corpus import slots, words
-from specmeter.bundled.corpus.grammar import Expansion, Grammar, SlotFn
-from specmeter.bundled.corpus.spec import CategorySpec, RegisterSpec
+from corpus import slots, words
+from corpus.grammar import Expansion, Grammar, SlotFn
+from corpus.spec import CategorySpec, RegisterSpec
 
 BINDINGS = ("hero", "he", "him", "his", "himself", "friend", "town", "city")
 

@@ -1,9 +1,10 @@
-"""Build tiny Llama checkpoints on the fly: a shared BPE tokenizer, random targets, drafts derived from them.
+"""Build tiny Llama checkpoints on the fly for the tests: a shared BPE tokenizer, random targets, drafts.
 
-Nothing can be downloaded where specmeter is built and tested, so tests, the provisional demo and the
-benchmarks make their own models. A *layer-skip* draft keeps the target's embeddings, its first and last
-layers and its head: in a randomly initialised network each layer only nudges the residual stream, so such a
-draft agrees with the target often enough to exercise every path of the speculative loop.
+Nothing can be downloaded where specmeter is built and tested, so the tests make their own models
+(``tests/conftest.py``'s ``tiny`` fixture; any test folder imports this module as ``tiny_models``). A
+*layer-skip* draft keeps the target's embeddings, its first and last layers and its head: in a randomly
+initialised network each layer only nudges the residual stream, so such a draft agrees with the target
+often enough to exercise every path of the speculative loop.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import torch
 
-SPECIAL_TOKENS = ["<unk>", "<s>", "</s>", "<pad>"]
+from specmeter.training import tokenizer as _tokenizer
 
 _SAMPLE_TEXT = """\
 The committee met on Tuesday to review the quarterly report and agreed to publish the summary next week.
@@ -39,26 +40,8 @@ def sample_corpus(repeat: int = 20) -> list[str]:
 
 
 def build_tokenizer(out: Path, texts: Iterable[str] | None = None, vocab_size: int = 512) -> Any:
-    """Train a byte-level BPE on ``texts`` and save it as a transformers fast tokenizer in ``out``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(list(texts) if texts is not None else sample_corpus(), trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>"
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    fast.save_pretrained(str(out))
-    return fast
+    """``specmeter train``'s byte-level BPE, trained on ``texts`` (default: :func:`sample_corpus`)."""
+    return _tokenizer.build_tokenizer(out, sample_corpus() if texts is None else texts, vocab_size=vocab_size)
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ memorised sentence by sentence.
 
 from __future__ import annotations
 
-from specmeter.bundled.corpus import slots
-from specmeter.bundled.corpus.grammar import Expansion, Grammar, SlotFn
-from specmeter.bundled.corpus.legal_rules_b import RULES_B
-from specmeter.bundled.corpus.spec import CategorySpec, RegisterSpec
+from corpus import slots
+from corpus.grammar import Expansion, Grammar, SlotFn
+from corpus.legal_rules_b import RULES_B
+from corpus.spec import CategorySpec, RegisterSpec
 
 # (supplier-side role, customer-side role): the defined terms the parties go by in one contract.
 _ROLES = (

@@ -1,0 +1,7 @@
+"""Entry point for ``python -m corpus`` (see :mod:`corpus.cli`)."""
+
+import sys
+
+from corpus.cli import main
+
+sys.exit(main())
