@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from specmeter.measuring.progress import Task
+    from specmeter.store import RunStore
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -35,12 +36,15 @@ __all__ = [
     "err_console",
     "fail",
     "measure_errors",
+    "open_store",
     "parse_float_list",
     "parse_int_list",
     "parse_option",
     "read_json_option",
     "resolve_store",
+    "run_inputs",
     "stdout_is_terminal",
+    "store_path",
 ]
 
 V = TypeVar("V")
@@ -163,17 +167,25 @@ def parse_int_list(value: str, option: str) -> list[int]:
 
 
 def parse_float_list(
-    value: str, option: str, *, low: float, high: float | None = None, low_open: bool = False, unit: str = ""
+    value: str,
+    option: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    unit: str = "",
 ) -> list[float]:
-    """``"0.5"`` or ``"0.5,1,2"`` -> the numbers in the order given, repeats dropped; each must be finite and
-    in the range (``check_range``); a bad one fails naming the option (and the ``unit`` where one helps)."""
+    """``"0.5"`` or ``"0.5,1,2"`` -> the numbers in the order given, repeats dropped; with a range, each
+    must be finite and in it (``check_range``; without one, the config they go to checks them); a bad one
+    fails naming the option (and the ``unit`` where one helps)."""
     out: list[float] = []
     for part in value.split(","):
         try:
             number = float(part)
         except ValueError:
             fail(f"{option}: {part.strip()!r} is not a number" + (f" ({unit})" if unit else ""))
-        check_range(option, number, low=low, high=high, low_open=low_open)
+        if low is not None or high is not None:
+            check_range(option, number, low=low, high=high, low_open=low_open)
         out.append(number)
     return list(dict.fromkeys(out))
 
@@ -197,9 +209,32 @@ def stdout_is_terminal() -> bool:
 
 def resolve_store(store: Path | None, no_store: bool) -> Path | None:
     """The run store a measuring command records into: ``--store``, else the default; None with --no-store."""
+    return None if no_store else store_path(store)
+
+
+def store_path(store: Path | None) -> Path:
+    """The run store a command reads (``--store``, else the default)."""
     from specmeter.store.paths import default_store_path
 
-    return None if no_store else store or default_store_path()
+    return store if store is not None else default_store_path()
+
+
+def run_inputs(runs: Sequence[str | None], store: Path | None) -> dict[str, PathOption]:
+    """The files a command reading RUNs opens (result JSON files and the run store), for check_outputs."""
+    from specmeter.store import is_run_ref
+
+    files = [Path(r) for r in runs if r is not None and not is_run_ref(r)]
+    return {"RUN": files, "--store": store_path(store)}
+
+
+def open_store(store: Path | None, *, create: bool = False) -> RunStore:
+    """The RunStore at ``--store`` (or the default), or a one-line error naming the store."""
+    from specmeter.store import RunStore, StoreError
+
+    try:
+        return RunStore(store_path(store), create=create)
+    except StoreError as e:
+        fail(str(e))
 
 
 class _BarTask:

@@ -11,12 +11,12 @@ RUN_A is the reference (before), RUN_B the new run (after); each is a store run 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail, parse_option
-from specmeter.cli.runs import run_inputs, store_option, store_path
+from specmeter.cli.common import check_outputs, console, fail, parse_option, run_inputs, store_path
+from specmeter.cli.options import STORE, shared
 from specmeter.exitcodes import EXIT_FAILED
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ def _block_table(block: Block, flagged: set[tuple[int, str]], *, withheld: bool 
     return table
 
 
+@shared(tail=STORE)
 def compare(
     run_a: str = typer.Argument(..., help="Reference run (before): run id, latest~N, or a result JSON file."),
     run_b: str = typer.Argument(..., help="New run (after): run id, latest, or a result JSON file."),
@@ -116,7 +117,8 @@ def compare(
         help="Compute intervals and significance (and test --fail-on) even when A and B differ in prompt "
         "set, kind of run, target, k or temperature.",
     ),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Compare two runs: per candidate and category, B − A with a bootstrap 95% interval and significance.
 
@@ -128,6 +130,7 @@ def compare(
     from specmeter.store.compare import compare_sources
     from specmeter.store.gate import comparison_to_dict, parse_thresholds, regressions
 
+    store = options["store"]
     thresholds = parse_option(parse_thresholds, fail_on, ValueError)
     if resamples < 100:
         fail("--resamples must be >= 100")

@@ -1,8 +1,8 @@
 """``specmeter runs list|show|export|delete|note``: the run history kept in the SQLite run store.
 
 Every bench (and later tune, select, load, demo) records its run there unless told ``--no-store``. Runs
-are referred to by number, ``latest`` or ``latest~N``. ``store_option`` and ``open_store`` are shared
-with compare, report and roi.
+are referred to by number, ``latest`` or ``latest~N``; ``--store`` is ``cli.options.STORE``, shared with
+compare, report and roi.
 """
 
 from __future__ import annotations
@@ -16,44 +16,14 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.common import check_outputs, console, fail, open_store, store_path
+from specmeter.cli.options import STORE, shared
 
 app = typer.Typer(
     help="Run history: list, show, export, annotate and delete stored runs.",
     no_args_is_help=True,
     add_completion=False,
 )
-
-_STORE_HELP = "Run store (SQLite). Default: $SPECMETER_STORE, else runs.sqlite in the user data dir."
-
-
-def store_option() -> Any:
-    """A fresh ``--store`` option (typer options are per-parameter objects)."""
-    return typer.Option(None, "--store", help=_STORE_HELP)
-
-
-def store_path(store: Path | None) -> Path:
-    from specmeter.store import default_store_path
-
-    return store if store is not None else default_store_path()
-
-
-def run_inputs(runs: list[str | None], store: Path | None) -> dict[str, Path | list[Path] | None]:
-    """The files a command reading RUNs opens (result JSON files and the run store), for check_outputs."""
-    from specmeter.store import is_run_ref
-
-    files = [Path(r) for r in runs if r is not None and not is_run_ref(r)]
-    return {"RUN": files, "--store": store_path(store)}
-
-
-def open_store(store: Path | None, *, create: bool = False) -> Any:
-    """The RunStore, or a one-line error naming the store."""
-    from specmeter.store import RunStore, StoreError
-
-    try:
-        return RunStore(store_path(store), create=create)
-    except StoreError as e:
-        fail(str(e))
 
 
 def _best(result: Mapping[str, Any]) -> tuple[str, str, bool]:
@@ -76,13 +46,16 @@ def _best(result: Mapping[str, Any]) -> tuple[str, str, bool]:
 
 
 @app.command("list")
+@shared(tail=STORE)
 def list_runs(
-    store: Path | None = store_option(),
     limit: int = typer.Option(20, "--limit", "-n", help="Show the newest N runs (0 = all)."),
     kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind (bench, tune, load, ...)."),
     as_json: bool = typer.Option(False, "--json", help="Print the listing as JSON."),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """List stored runs, newest first."""
+    store = options["store"]
     from rich.table import Table
     from rich.text import Text
 
@@ -118,10 +91,12 @@ def list_runs(
 
 
 @app.command("show")
+@shared(tail=STORE)
 def show(
-    run: str = typer.Argument(..., help="Run id, latest or latest~N."), store: Path | None = store_option()
+    run: str = typer.Argument(..., help="Run id, latest or latest~N."), *, options: dict[str, Any]
 ) -> None:
     """Print a stored run's result tables (a run killed before its summary is summarised from its records)."""
+    store = options["store"]
     from specmeter.report.view import render_result
     from specmeter.store import StoreError, is_run_ref, load_source
 
@@ -152,13 +127,16 @@ def _export_format(out: Path, fmt: str | None) -> str:
 
 
 @app.command("export")
+@shared(tail=STORE)
 def export(
     run: str = typer.Argument(..., help="Run id, latest or latest~N."),
     out: Path = typer.Option(..., "--out", "-o", help="File to write."),
     fmt: str | None = typer.Option(None, "--format", help=_FORMAT_HELP),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Write a stored run as a result JSON, a per-request CSV, or full per-request records (JSONL)."""
+    store = options["store"]
     from specmeter.report.files import CSV_COLUMNS, request_row, write_json_atomic
     from specmeter.store import StoreError, is_run_ref
 
@@ -191,12 +169,15 @@ def export(
 
 
 @app.command("note")
+@shared(tail=STORE)
 def note(
     run: str = typer.Argument(..., help="Run id, latest or latest~N."),
     text: str = typer.Argument(..., help="The note, e.g. 'after the tokenizer fix'."),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Attach a note to a run (shown by runs list)."""
+    store = options["store"]
     from specmeter.store import StoreError
 
     with open_store(store) as db:
@@ -207,12 +188,15 @@ def note(
 
 
 @app.command("delete")
+@shared(tail=STORE)
 def delete(
     runs: list[str] = typer.Argument(..., help="Run ids (or latest, latest~N)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Delete runs and their request records."""
+    store = options["store"]
     from specmeter.store import StoreError
 
     with open_store(store) as db:
