@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 import typer
 from rich.console import Console
@@ -31,6 +31,7 @@ __all__ = [
     "check_outputs",
     "check_range",
     "check_seed",
+    "check_training",
     "console",
     "end",
     "err_console",
@@ -45,6 +46,7 @@ __all__ = [
     "run_inputs",
     "stdout_is_terminal",
     "store_path",
+    "training_progress",
 ]
 
 V = TypeVar("V")
@@ -201,6 +203,31 @@ def read_json_option(path: Path, option: str) -> object:
         fail(f"{option}: {path}: unreadable ({e})")
     except json.JSONDecodeError as e:
         fail(f"{option}: {path}: not JSON ({e.msg} at line {e.lineno})")
+
+
+def training_progress(total: int, description: str, quiet: bool = False) -> Any:
+    """train's and distill's progress on the terminal: a bar with the loss and the held-out loss."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"), TextColumn("held-out {task.fields[eval]}"),
+        TimeRemainingColumn(), console=console, disable=quiet,
+    )  # fmt: skip
+
+
+def check_training(
+    lr: float, seed: int, out: Path, work: Path | None, inputs: Mapping[str, PathOption]
+) -> Path:
+    """What train and distill both check before any work: ``--lr``, ``--seed``, the inputs, and the output and
+    checkpoint directories; returns the checkpoint directory (``--work``, by default OUT.work)."""
+    check_range("--lr", lr, low=0, low_open=True, high=1)
+    check_seed("--seed", seed)
+    check_outputs({}, inputs, directories={"--out": out, "--work": work})
+    if work is None:  # the default, checked once --out passed (a bad --out is one error, not two)
+        work = out.with_name(out.name + ".work")
+        check_outputs({}, inputs, directories={"--out": out, "--work (default OUT.work)": work})
+    return work
 
 
 def stdout_is_terminal() -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,25 +25,6 @@ app = typer.Typer(
 )
 
 
-def _best(result: Mapping[str, Any]) -> tuple[str, str, bool]:
-    """(best E_meas, its α, any danger) for the listing."""
-    from specmeter.report.fmt import DASH, as_float, fmt_num, fmt_speedup
-
-    best: tuple[float, Any] | None = None
-    danger = False
-    for c in result.get("candidates") or []:
-        s = c.get("summary") if isinstance(c, Mapping) else None
-        if not isinstance(s, Mapping):
-            continue
-        danger = danger or s.get("danger_zone") is True
-        e = as_float(s.get("speedup_measured"))
-        if e is not None and (best is None or e > best[0]):
-            best = (e, s)
-    if best is None:
-        return DASH, DASH, danger
-    return fmt_speedup(best[0]), fmt_num(best[1].get("acceptance_rate"), 3), danger
-
-
 @app.command("list")
 @shared(tail=STORE)
 def list_runs(
@@ -55,10 +35,9 @@ def list_runs(
     options: dict[str, Any],
 ) -> None:
     """List stored runs, newest first."""
-    store = options["store"]
-    from rich.table import Table
-    from rich.text import Text
+    from specmeter.store.view_runs import render_runs
 
+    store = options["store"]
     with open_store(store) as db:
         runs = db.list_runs(limit=limit or None, kind=kind)
         results = {r.id: db.result(r.id) for r in runs}
@@ -66,28 +45,7 @@ def list_runs(
         rows = [dataclasses.asdict(r) for r in runs]
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    if not runs:
-        console.print(f"No runs in {store_path(store)}.")
-        return
-    table = Table(title=f"runs in {store_path(store)}", title_justify="left")
-    for column in ("id", "status", "kind", "started (UTC)", "reqs", "best E", "α", "machine"):
-        table.add_column(column, no_wrap=column not in ("kind", "started (UTC)"))
-    table.add_column("target ← drafts · note", overflow="fold", ratio=1)
-    for r in runs:
-        e_best, alpha, danger = _best(results[r.id])
-        status = Text(r.status, style="yellow" if r.status == "partial" else "green")
-        e_text = Text(e_best + (" ⚠" if danger else ""), style="bold red" if danger else "")
-        started = r.started_at.replace("T", " ")[:16]
-        label = Text(r.label + (f" · {r.note}" if r.note else ""))
-        machine = str((results[r.id].get("hygiene") or {}).get("verdict") or "—")
-        m_text = Text(machine, style={"busy": "bold yellow", "unusable": "bold red"}.get(machine, ""))
-        table.add_row(str(r.id), status, r.kind, started, str(r.requests), e_text, alpha, m_text, label)
-    console.print(table)
-    console.print(
-        "⚠ = a candidate or category in the danger zone (α < 0.5 or E_meas < 1); machine = what else ran "
-        "during the run (quiet / busy / unusable, docs/metrics.md)",
-        style="dim",
-    )
+    render_runs(runs, results, store_path(store), console)
 
 
 @app.command("show")
@@ -96,10 +54,10 @@ def show(
     run: str = typer.Argument(..., help="Run id, latest or latest~N."), *, options: dict[str, Any]
 ) -> None:
     """Print a stored run's result tables (a run killed before its summary is summarised from its records)."""
-    store = options["store"]
     from specmeter.report.view import render_result
     from specmeter.store import StoreError, is_run_ref, load_source
 
+    store = options["store"]
     if not is_run_ref(run):
         fail(f"run {run!r}: expected a run id, latest or latest~N")
     try:
@@ -136,10 +94,10 @@ def export(
     options: dict[str, Any],
 ) -> None:
     """Write a stored run as a result JSON, a per-request CSV, or full per-request records (JSONL)."""
-    store = options["store"]
     from specmeter.report.files import CSV_COLUMNS, request_row, write_json_atomic
     from specmeter.store import StoreError, is_run_ref
 
+    store = options["store"]
     kind = _export_format(out, fmt)
     if not is_run_ref(run):
         fail(f"run {run!r}: expected a run id, latest or latest~N")
@@ -177,9 +135,9 @@ def note(
     options: dict[str, Any],
 ) -> None:
     """Attach a note to a run (shown by runs list)."""
-    store = options["store"]
     from specmeter.store import StoreError
 
+    store = options["store"]
     with open_store(store) as db:
         try:
             db.set_note(db.resolve(run), text)
@@ -196,9 +154,9 @@ def delete(
     options: dict[str, Any],
 ) -> None:
     """Delete runs and their request records."""
-    store = options["store"]
     from specmeter.store import StoreError
 
+    store = options["store"]
     with open_store(store) as db:
         try:
             ids = sorted({db.resolve(r) for r in runs})

@@ -171,7 +171,9 @@ class LoadConfig:
         _in("--trace-speed", self.trace_speed, 0, open_low=True)
         _in("--stall-timeout", self.stall_timeout, 0, MAX_SECONDS, open_low=True)
         _in("--request-timeout", self.request_timeout, 0, MAX_SECONDS, open_low=True)
-        _in("--client-processes", self.client_processes, 1, MAX_CLIENT_PROCESSES)
+        if not 1 <= self.client_processes <= MAX_CLIENT_PROCESSES:
+            raise LoadConfigError(f"--client-processes must be between 1 and {MAX_CLIENT_PROCESSES}, "
+                                  f"got {self.client_processes}")  # fmt: skip
         _in("--k", self.k, 1, K_MAX_LIMIT)
         _in("--blocks", self.blocks, 1)
         _one_of("--arrival", self.arrival, Arrival)
