@@ -19,6 +19,7 @@ from specmeter.cli.app import app
 from specmeter.cli.common import parse_int_list
 from specmeter.load.config import LoadConfig
 from specmeter.measuring import MeasureConfig, VllmOptions
+from specmeter.sweep.config import SWEEP_K, SearchSettings, SweepConfig
 
 # The shared measuring options that every one of bench, tune and select must have (cli/options.py).
 MEASURE_OPTIONS = {
@@ -29,8 +30,22 @@ VLLM_OPTIONS = {f.name for f in dataclasses.fields(VllmOptions)} | {"backend"}
 # The options load and sweep share (cli/load_options.py), with LoadConfig fields of the same name.
 LOAD_OPTIONS = {
     "limit", "warmup", "max_tokens", "top_p", "model", "api_key", "stall_timeout", "request_timeout",
-    "client_processes",
+    "client_processes", "seed", "api",
 }  # fmt: skip
+# load's own options that are LoadConfig fields of the same name.
+LOAD_ONLY = {
+    "arrival", "trace_speed", "duration", "request_seeds", "chunk_counts", "baseline_model", "k", "blocks",
+}  # fmt: skip
+# sweep's own options: (option parameter, the default it must have).
+SWEEP_ONLY = {
+    "temperature": LoadConfig.temperature,
+    "method": SweepConfig.method,
+    "startup_timeout": SweepConfig.startup_timeout,
+    "stop_timeout": SweepConfig.stop_grace,
+    "validate": SweepConfig.validate,
+    "target": SweepConfig.slo_target,
+    "max_steps": SearchSettings.max_steps,
+}
 
 
 def _defaults(name: str) -> dict[str, Any]:
@@ -68,3 +83,17 @@ def test_load_commands_take_their_defaults_from_load_config(command: str) -> Non
     assert cli.keys() >= LOAD_OPTIONS, LOAD_OPTIONS - cli.keys()
     differ = {name: (cli[name], expected[name]) for name in LOAD_OPTIONS if cli[name] != expected[name]}
     assert differ == {}, f"{command}: CLI default vs LoadConfig default: {differ}"
+
+
+def test_load_takes_its_own_defaults_from_load_config() -> None:
+    cli, expected = _defaults("load"), _class_defaults(LoadConfig)
+    differ = {name: (cli[name], expected[name]) for name in LOAD_ONLY if cli[name] != expected[name]}
+    assert differ == {}, f"load: CLI default vs LoadConfig default: {differ}"
+    assert float(cli["temperature"]) == LoadConfig.temperature
+
+
+def test_sweep_takes_its_own_defaults_from_sweep_config() -> None:
+    cli = _defaults("sweep")
+    differ = {name: (cli[name], value) for name, value in SWEEP_ONLY.items() if cli[name] != value}
+    assert differ == {}, f"sweep: CLI default vs SweepConfig default: {differ}"
+    assert [int(k) for k in cli["ks"].split(",")] == list(SWEEP_K)

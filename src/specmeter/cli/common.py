@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 import typer
 from rich.console import Console
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from specmeter.measuring.progress import Task
+    from specmeter.store import RunStore
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -30,17 +31,22 @@ __all__ = [
     "check_outputs",
     "check_range",
     "check_seed",
+    "check_training",
     "console",
     "end",
     "err_console",
     "fail",
     "measure_errors",
+    "open_store",
     "parse_float_list",
     "parse_int_list",
     "parse_option",
     "read_json_option",
     "resolve_store",
+    "run_inputs",
     "stdout_is_terminal",
+    "store_path",
+    "training_progress",
 ]
 
 V = TypeVar("V")
@@ -163,17 +169,25 @@ def parse_int_list(value: str, option: str) -> list[int]:
 
 
 def parse_float_list(
-    value: str, option: str, *, low: float, high: float | None = None, low_open: bool = False, unit: str = ""
+    value: str,
+    option: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    unit: str = "",
 ) -> list[float]:
-    """``"0.5"`` or ``"0.5,1,2"`` -> the numbers in the order given, repeats dropped; each must be finite and
-    in the range (``check_range``); a bad one fails naming the option (and the ``unit`` where one helps)."""
+    """``"0.5"`` or ``"0.5,1,2"`` -> the numbers in the order given, repeats dropped; with a range, each
+    must be finite and in it (``check_range``; without one, the config they go to checks them); a bad one
+    fails naming the option (and the ``unit`` where one helps)."""
     out: list[float] = []
     for part in value.split(","):
         try:
             number = float(part)
         except ValueError:
             fail(f"{option}: {part.strip()!r} is not a number" + (f" ({unit})" if unit else ""))
-        check_range(option, number, low=low, high=high, low_open=low_open)
+        if low is not None or high is not None:
+            check_range(option, number, low=low, high=high, low_open=low_open)
         out.append(number)
     return list(dict.fromkeys(out))
 
@@ -191,15 +205,63 @@ def read_json_option(path: Path, option: str) -> object:
         fail(f"{option}: {path}: not JSON ({e.msg} at line {e.lineno})")
 
 
+def training_progress(total: int, description: str, quiet: bool = False) -> Any:
+    """train's and distill's progress on the terminal: a bar with the loss and the held-out loss."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"), TextColumn("held-out {task.fields[eval]}"),
+        TimeRemainingColumn(), console=console, disable=quiet,
+    )  # fmt: skip
+
+
+def check_training(
+    lr: float, seed: int, out: Path, work: Path | None, inputs: Mapping[str, PathOption]
+) -> Path:
+    """What train and distill both check before any work: ``--lr``, ``--seed``, the inputs, and the output and
+    checkpoint directories; returns the checkpoint directory (``--work``, by default OUT.work)."""
+    check_range("--lr", lr, low=0, low_open=True, high=1)
+    check_seed("--seed", seed)
+    check_outputs({}, inputs, directories={"--out": out, "--work": work})
+    if work is None:  # the default, checked once --out passed (a bad --out is one error, not two)
+        work = out.with_name(out.name + ".work")
+        check_outputs({}, inputs, directories={"--out": out, "--work (default OUT.work)": work})
+    return work
+
+
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
 def resolve_store(store: Path | None, no_store: bool) -> Path | None:
     """The run store a measuring command records into: ``--store``, else the default; None with --no-store."""
+    return None if no_store else store_path(store)
+
+
+def store_path(store: Path | None) -> Path:
+    """The run store a command reads (``--store``, else the default)."""
     from specmeter.store.paths import default_store_path
 
-    return None if no_store else store or default_store_path()
+    return store if store is not None else default_store_path()
+
+
+def run_inputs(runs: Sequence[str | None], store: Path | None) -> dict[str, PathOption]:
+    """The files a command reading RUNs opens (result JSON files and the run store), for check_outputs."""
+    from specmeter.store import is_run_ref
+
+    files = [Path(r) for r in runs if r is not None and not is_run_ref(r)]
+    return {"RUN": files, "--store": store_path(store)}
+
+
+def open_store(store: Path | None, *, create: bool = False) -> RunStore:
+    """The RunStore at ``--store`` (or the default), or a one-line error naming the store."""
+    from specmeter.store import RunStore, StoreError
+
+    try:
+        return RunStore(store_path(store), create=create)
+    except StoreError as e:
+        fail(str(e))
 
 
 class _BarTask:

@@ -11,18 +11,13 @@ RUN_A is the reference (before), RUN_B the new run (after); each is a store run 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail, parse_option
-from specmeter.cli.runs import run_inputs, store_option, store_path
+from specmeter.cli.common import check_outputs, console, fail, parse_option, run_inputs, store_path
+from specmeter.cli.options import STORE, shared
 from specmeter.exitcodes import EXIT_FAILED
-
-if TYPE_CHECKING:
-    from rich.text import Text
-
-    from specmeter.store.compare import Block, Comparison, Diff
 
 EXIT_REGRESSION = EXIT_FAILED
 
@@ -33,74 +28,7 @@ _FAIL_ON_HELP = (
 )
 
 
-def _fmt(metric: str, value: float | None, signed: bool = False) -> str:
-    from specmeter.report.fmt import DASH
-
-    if value is None:
-        return DASH
-    sign = "+" if signed else ""
-    if metric in ("ttft", "tpot", "gap_p99"):
-        return f"{value:{sign}.2f} ms"
-    if metric == "e_meas":
-        return f"{value:{sign}.3f}×"
-    return f"{value:{sign}.3f}"
-
-
-def _mark(d: Diff) -> Text:
-    from rich.text import Text
-
-    marks = {
-        "better": ("▲ better", "bold green"),
-        "worse": ("▼ worse", "bold red"),
-        "same": ("· not significant", "dim"),
-        "unknown": ("? no interval", "yellow"),
-    }
-    text, style = marks[d.change]
-    return Text(text, style=style)
-
-
-def _mismatch_banner(cmp: Comparison) -> None:
-    from rich.markup import escape
-
-    if not cmp.mismatches:
-        return
-    what = "; ".join(cmp.mismatches)
-    if cmp.withheld:
-        console.print(
-            f"[bold red]⚠ NOT COMPARABLE: {escape(what)}. Differences are shown, intervals and significance "
-            "are withheld: they would not be the change's. --force computes them anyway.[/]",
-            soft_wrap=True,
-        )
-    else:
-        console.print(f"[bold yellow]⚠ compared with --force although: {escape(what)}.[/]", soft_wrap=True)
-
-
-def _block_table(block: Block, flagged: set[tuple[int, str]], *, withheld: bool = False) -> object:
-    from rich.table import Table
-    from rich.text import Text
-
-    n_a = "?" if block.requests_a is None else str(block.requests_a)
-    n_b = "?" if block.requests_b is None else str(block.requests_b)
-    how = "paired by request id" if block.paired else "independent resamples"
-    if block.rows and block.rows[0].approximate:
-        how = "approximate intervals"
-    title = f"{block.candidate} · {block.category}  (requests A {n_a}, B {n_b}; {how})"
-    table = Table(title=Text(title), title_justify="left", title_style="bold")
-    for column in ("metric", "A", "B", "B − A", "95% CI of B − A", "change"):
-        table.add_column(column)
-    for d in block.rows:
-        ci = "—" if d.ci is None else f"[{_fmt(d.metric, d.ci[0], True)}, {_fmt(d.metric, d.ci[1], True)}]"
-        if d.ci is not None and d.approximate:
-            ci = "≈ " + ci
-        mark = Text("withheld: not comparable", style="bold red") if withheld else _mark(d)
-        if (id(block), d.metric) in flagged:
-            mark.append("  REGRESSION", style="bold red")
-        table.add_row(
-            d.label, _fmt(d.metric, d.a), _fmt(d.metric, d.b), _fmt(d.metric, d.diff, True), ci, mark
-        )
-    return table
-
-
+@shared(tail=STORE)
 def compare(
     run_a: str = typer.Argument(..., help="Reference run (before): run id, latest~N, or a result JSON file."),
     run_b: str = typer.Argument(..., help="New run (after): run id, latest, or a result JSON file."),
@@ -116,7 +44,8 @@ def compare(
         help="Compute intervals and significance (and test --fail-on) even when A and B differ in prompt "
         "set, kind of run, target, k or temperature.",
     ),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Compare two runs: per candidate and category, B − A with a bootstrap 95% interval and significance.
 
@@ -127,7 +56,9 @@ def compare(
     from specmeter.store import StoreError, load_source
     from specmeter.store.compare import compare_sources
     from specmeter.store.gate import comparison_to_dict, parse_thresholds, regressions
+    from specmeter.store.view_compare import render_comparison, render_gate
 
+    store = options["store"]
     thresholds = parse_option(parse_thresholds, fail_on, ValueError)
     if resamples < 100:
         fail("--resamples must be >= 100")
@@ -145,29 +76,11 @@ def compare(
         why = "; ".join(cmp.mismatches)
         fail(f"--fail-on: {a.name} and {b.name} are not comparable ({why}); --force tests them anyway")
     found, untested = regressions(cmp, thresholds) if thresholds else ([], [])
-    flagged = {(id(r.block), r.diff.metric) for r in found}
-
-    legend = "intervals withheld" if cmp.withheld else "▲/▼ = 95% interval excludes 0"
-    console.print(f"[bold]A[/] = {a.name}    [bold]B[/] = {b.name}    (B − A; {legend})")
-    _mismatch_banner(cmp)
-    for block in cmp.blocks:
-        console.print(_block_table(block, flagged, withheld=cmp.withheld))
-    for note in cmp.notes:
-        console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
-    for key in untested:
-        console.print(f"[yellow]--fail-on {key}: not tested, the comparison has no interval for it[/]")
-    _mismatch_banner(cmp)  # again at the end, where a reader of a long comparison looks last
+    render_comparison(cmp, a.name, b.name, found, untested, console)
     if json_out is not None:
         write_json_atomic(json_out, comparison_to_dict(cmp, found))
     if thresholds is None:
         return
+    render_gate(found, console)
     if found:
-        for r in found:
-            t = f"{r.threshold.value:.0%}" if r.threshold.relative else f"{r.threshold.value:g}"
-            console.print(
-                f"[bold red]REGRESSION[/] {r.block.candidate} · {r.block.category}: {r.diff.label} "
-                f"{_fmt(r.diff.metric, r.diff.a)} → {_fmt(r.diff.metric, r.diff.b)} (beyond {t})",
-                soft_wrap=True,
-            )
         raise typer.Exit(EXIT_REGRESSION)
-    console.print("[green]No significant regression beyond the --fail-on thresholds.[/]")

@@ -1,21 +1,17 @@
 """``specmeter demo``: check the bundled models are there, run ``bundled.demo``, print its story.
 
-What the demo measures and writes is :mod:`specmeter.bundled.demo`; this module parses the options and
-renders the closing summary.
+What the demo measures and writes is :mod:`specmeter.bundled.demo`, its closing summary
+:mod:`specmeter.bundled.view`; this module parses the options.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
+from specmeter.bundled.view import print_machine, render_summary
 from specmeter.cli.common import (
     RichReporter,
     check_outputs,
@@ -25,17 +21,13 @@ from specmeter.cli.common import (
     measure_errors,
     resolve_store,
 )
-from specmeter.report.fmt import fmt_ci, fmt_num, fmt_pct, fmt_speedup
-from specmeter.report.view import hygiene_line
+from specmeter.cli.options import RECORD, shared
 
 
+@shared(tail=RECORD)
 def demo(
     out: Path = typer.Option(Path("specmeter-demo"), "--out", help="Directory for all results."),
     quick: bool = typer.Option(False, "--quick", help="A smoke run: few prompts, short outputs (< 2 min)."),
-    store: Path | None = typer.Option(
-        None, "--store", help="Run store (default: $SPECMETER_STORE or data dir)."
-    ),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not record the runs in the run store."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for torch (default: torch's)."),
     models: Path | None = typer.Option(
         None,
@@ -48,13 +40,15 @@ def demo(
         help="Exit 4 when other processes made the machine busy during any of the demo's runs "
         "(results still written).",
     ),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """The field report on bundled models: compat, bench of A/B/C on general and legal, k sweep, where
     speculation stops paying under batching (B = 1, 4, 16 measured, the predicted curve, a schedule), ROI."""
     from specmeter.bundled.demo import run_demo
     from specmeter.bundled.models import missing_models
 
-    stored = resolve_store(store, no_store)
+    stored = resolve_store(options["store"], options["no_store"])
     check_outputs({"--store": stored}, {"--models": models}, directories={"--out": out})
     missing = missing_models(models)
     if missing:
@@ -78,133 +72,3 @@ def demo(
     )
     print_machine(outcome.runs, console)  # the bottom lines: which of its runs to distrust
     end(outcome.exit_code)
-
-
-def print_machine(runs: dict[str, dict[str, Any]], console: Console) -> None:
-    """One line per run the machine was busy or unusable during (``report.view.hygiene_line``), named:
-    printed above and below the summary, like ``framed_by_hygiene`` frames one result."""
-    for name, r in runs.items():
-        line = hygiene_line(r)
-        if line is not None:
-            console.print(Text(f"⚠ {name}: {r['hygiene']['message']}", style=line.style), soft_wrap=True)
-
-
-def render_summary(summary: dict[str, Any], console: Console) -> None:
-    table = Table(title="specmeter demo — draft acceptance α and measured speedup E_meas (greedy, k=4)")
-    for col in ("domain", "candidate", "α [95% CI]", "τ", "E_meas [95% CI]", "E_cal", "jitter", "verdict"):
-        table.add_column(col)
-    for r in summary["rows"]:
-        verdict = "[bold red]DANGER[/]" if r["danger_zone"] else "[green]ok[/]"
-        table.add_row(
-            r["domain"], f"{r['candidate']} {r['draft']}",
-            f"{fmt_num(r['alpha'], 3)} {fmt_ci(r['alpha_ci'])}", fmt_num(r["tau"]),
-            f"{fmt_num(r['speedup_measured'])}× {fmt_ci(r['speedup_measured_ci'])}",
-            f"{fmt_num(r['speedup_calibrated'])}×", fmt_num(r["jitter"]), verdict,
-        )  # fmt: skip
-    console.print()
-    console.print(table)
-    for domain, w in summary["winners"].items():
-        pays = "pays off" if w["pays_off"] else "does not pay off"
-        console.print(
-            f"winner on [bold]{domain}[/]: {w['candidate']} {w['draft']} at k={w['k']} — "
-            f"E_meas {fmt_num(w['speedup_measured'])}×, α {fmt_num(w['alpha'], 3)}: speculation {pays}"
-        )
-    for d in summary["danger_zone_pairs"]:
-        console.print(
-            f"[bold red]danger zone[/] {d['domain']} × {d['candidate']} {d['draft']}: "
-            + "; ".join(d["reasons"])
-        )
-    t = summary.get("tune")
-    if t and t.get("best_k"):
-        overall = t["best_k"].get("all") or next(iter(t["best_k"].values()))
-        best = overall.get("measured") or {}
-        if best.get("k") is not None:
-            console.print(
-                f"k sweep for {t['draft']} on legal: best measured k = {best['k']} "
-                f"(E_meas {fmt_num(best.get('speedup_measured'))}×)"
-            )
-    if summary.get("load"):
-        render_load(summary["load"], console)
-    seed, measured = summary["roi"].get("seed"), summary["roi"].get("measured")
-    for label, r in (("field report's 2.5×", seed), ("measured legal winner", measured)):
-        if r:
-            console.print(
-                f"ROI with {label} ({fmt_num(r['speedup'])}×, instance price ×1.75): monthly cost "
-                f"{fmt_pct(-(r['savings_fraction'] or 0))}, payback {fmt_num(r['payback_months'], 1)} months"
-            )
-    console.print("\nchecks of the field report's story:")
-    for c in summary["checks"]:
-        mark = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[yellow]n/a[/]"}[c["passed"]]
-        value = "" if c["measured"] is None else f" (measured {fmt_num(c['measured'], 3)})"
-        console.print(f"  {mark}  {c['check']}{value}")
-
-
-def _matched(row: dict[str, Any]) -> str:
-    m = row.get("outputs_matched")
-    return "—" if not m else f"{m[0]}/{m[1]}"
-
-
-def _with_ci(value: Any, ci: Any, colour: bool = False) -> str:
-    text = f"{fmt_speedup(value)} {fmt_ci(ci)}"
-    if not colour or value is None:
-        return text
-    return f"[{'green' if value >= 1.0 else 'red'}]{text}[/]"
-
-
-def render_load(load: dict[str, Any], console: Console) -> None:
-    """Where speculation stops paying: each measured B beside its predictions, the curve, the schedule."""
-    k = load["k"]
-    title = (
-        f"where speculation stops paying — {load['candidate']} {load['draft']} at k={k} on {load['domain']} "
-        f"({load['prompts']} prompts × {load['max_tokens']} tokens, greedy, waves of B sequences)"
-    )
-    table = Table(title=title)
-    for col in ("B", "E_meas decode [95% CI]", "E_pred (waves)", "error", f"E(B,{k}) curve",
-                "E_meas e2e [95% CI]", "same output", "machine"):  # fmt: skip
-        table.add_column(col)
-    for r in load["measured"]:
-        decode = _with_ci(r.get("speedup_measured_decode"), r.get("speedup_measured_decode_ci"), True)
-        table.add_row(
-            str(r["batch"]), decode,
-            fmt_speedup(r.get("speedup_predicted_waves")), fmt_pct(r.get("error")),
-            fmt_speedup(r.get("speedup_predicted_curve")),
-            _with_ci(r.get("speedup_measured"), r.get("speedup_measured_ci")),
-            _matched(r), escape(str(r.get("machine") or "—")),
-        )  # fmt: skip
-    table.caption = (
-        "decode-only E_meas is the figure to compare (a wave's prefill is shared); E_pred (waves) replays "
-        "the recorded steps at the cost surface timed between the waves; E(B,k) curve: the steady state below"
-    )
-    console.print()
-    console.print(table)
-    curve = "  ".join(
-        f"B={p['batch']} {fmt_speedup(p['by_k'].get(str(k)))} (best k {p['best_k']})"
-        for p in load["predicted"]
-    )
-    console.print(f"predicted E(B, k={k}): {curve}", soft_wrap=True)
-    top = max(load["batches_predicted"])
-    predicted = load.get("crossover_predicted")
-    if predicted is None:
-        console.print(f"speculation pays at every batch size up to {top} (predicted: best k > 0 throughout)")
-    else:
-        console.print(
-            f"[bold]speculation stops paying at batch size {predicted}[/] (predicted: best k = 0 from there)"
-        )
-    at_k, measured = load.get("crossover_predicted_at_k"), load.get("crossover_measured")
-    console.print(
-        f"  first batch size below 1.0× at k={k}: predicted "
-        f"{f'B={at_k}' if at_k is not None else f'none up to {top}'}; measured "
-        f"{f'B={measured}' if measured is not None else 'none'} "
-        f"(of B = {', '.join(map(str, load['batches_measured']))})"
-    )
-    schedule = load["schedule"]
-    console.print(f"recommended schedule: {escape(schedule['description'])}", soft_wrap=True)
-    console.print(f"  serve:  --k-schedule '{schedule['serve_k_schedule']}'", soft_wrap=True, markup=False)
-    console.print(
-        f"  vLLM:   --speculative-config '{json.dumps(schedule['speculative_config'])}'",
-        soft_wrap=True, markup=False,
-    )  # fmt: skip
-    if load.get("noisy_points"):
-        console.print(
-            f"[yellow]noisy surface points (B, k): {load['noisy_points']}; rerun on a quiet machine[/]"
-        )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from specmeter.cli.common import check_range, console, fail
+from specmeter.cli.common import check_range, check_training, console, fail, training_progress
 
 
 def distill(
@@ -36,7 +36,6 @@ def distill(
     """Distil a draft from TARGET on domain prompts; reports held-out draft acceptance before and after."""
     import torch
 
-    from specmeter.cli.train import check_training, training_progress
     from specmeter.engine.loader import load_tokenizer, resolve_device
     from specmeter.modeldir import ModelDirError, inspect_model
     from specmeter.selection.compat import check_compat

@@ -12,12 +12,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from specmeter.cli.common import check_outputs, console, fail
-
-_STYLE = {"ok": "green", "info": "cyan", "warn": "bold yellow", "bad": "bold red"}
 
 
 def doctor(
@@ -32,6 +28,7 @@ def doctor(
     """Is this machine fit to measure? Threads vs cores, governor, busy processes, torch, the accelerator."""
     from specmeter.hygiene.doctor import diagnose
     from specmeter.hygiene.verdict import EXIT_NOISY_MACHINE
+    from specmeter.hygiene.view_doctor import render_doctor
     from specmeter.report.files import write_json_atomic
 
     if not 0.2 <= seconds <= 600:
@@ -39,23 +36,7 @@ def doctor(
     check_outputs({"--json": json_out})
     with console.status("checking the machine…", spinner="dots") as status:
         report = diagnose(sample_s=seconds, progress=lambda msg: status.update(f"doctor: {msg}…"))
-    table = Table(title="specmeter doctor", title_justify="left", title_style="bold")
-    for column in ("check", "", "finding", "advice"):
-        table.add_column(column)
-    for c in report["checks"]:
-        table.add_row(
-            c["name"], Text(c["status"], style=_STYLE[c["status"]]), Text(c["finding"]), Text(c["advice"])
-        )
-    console.print(table)
-    style = {"ready": "bold green", "warnings": "bold yellow", "not ready": "bold red"}[report["status"]]
-    advice = [c for c in report["checks"] if c["status"] in ("warn", "bad")]
-    summary = (
-        "ready to measure"
-        if not advice
-        else f"{len(advice)} thing(s) to fix before measuring: "
-        + "; ".join(c["advice"] or c["finding"] for c in advice)
-    )
-    console.print(Text(f"Doctor: {summary}.", style=style), soft_wrap=True)
+    render_doctor(report, console)
     if json_out is not None:
         try:
             write_json_atomic(json_out, {"schema_version": 1, "kind": "doctor", **report})

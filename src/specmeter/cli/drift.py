@@ -1,7 +1,7 @@
 """``specmeter drift``: has acceptance moved? This window against a reference, per domain, tested per request.
 
-The statistics live in ``monitoring.drift``; this module picks the two windows, reads the logs (or a stored
-run as the reference) and prints one sentence per domain and metric.
+The statistics live in ``monitoring.drift``, the sentences in ``monitoring.view_drift``; this module picks
+the two windows and reads the logs (or a stored run as the reference, ``store.observations``).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, err_console, fail
+from specmeter.cli.common import check_outputs, console, err_console, fail, parse_option, store_path
+from specmeter.cli.options import STORE, shared
 from specmeter.exitcodes import EXIT_FAILED
 
 if TYPE_CHECKING:
-    from specmeter.monitoring.drift import DriftRow
     from specmeter.monitoring.requestlog import RequestObs
 
 EXIT_DROP = EXIT_FAILED
@@ -52,49 +52,6 @@ def _read(path: Path, fields: dict[str, str], option: str) -> list[RequestObs]:
     return obs + more
 
 
-def _stored(ref: str, slot: str | None, store: Path | None) -> list[RequestObs]:
-    from specmeter.cli.common import resolve_store
-    from specmeter.monitoring.requestlog import RequestObs
-    from specmeter.store import RunStore, StoreError
-
-    path = resolve_store(store, False)
-    assert path is not None
-    try:
-        with RunStore(path, create=False) as db:
-            run_id = db.resolve(ref)
-            requests = db.requests(run_id)
-    except StoreError as e:
-        fail(f"--reference: {e}")
-    slots = sorted({r.slot for r in requests if r.draft is not None})
-    if slot is None:
-        if len(slots) != 1:
-            runs = ", ".join(slots)
-            fail(
-                f"--reference {ref}: the run has {len(slots)} speculative runs ({runs}); pick one with --slot"
-            )
-        slot = slots[0]
-    elif slot not in slots:
-        fail(f"--slot: {slot!r} is not a run of {ref} (runs: {', '.join(slots) or 'none'})")
-    out = []
-    for i, r in enumerate(x for x in requests if x.slot == slot):
-        steps = [s for s in r.record.steps if s.drafted >= 1]
-        out.append(
-            RequestObs(
-                source=f"run {run_id}:{i + 1}",
-                time=None,
-                domain=r.record.category,
-                tenant=None,
-                accepted=sum(s.accepted for s in steps),
-                drafted=sum(s.drafted for s in steps),
-                steps=len(steps),
-                tokens=r.record.output_tokens,
-                latency_s=r.record.latency_s,
-                shape="store",
-            )
-        )
-    return out
-
-
 def _between(obs: Sequence[RequestObs], start: float | None, end: float | None) -> list[RequestObs]:
     return [
         r
@@ -103,33 +60,7 @@ def _between(obs: Sequence[RequestObs], start: float | None, end: float | None) 
     ]
 
 
-def _when(t: float | None) -> str:
-    from datetime import datetime, timezone
-
-    if t is None:
-        return "?"
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "—"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
-
-
-def sentence(row: DriftRow, since: str) -> str:
-    """``legal α 0.80 → 0.62 since 2026-11-30 12:00, significant (p < 0.001)``."""
-    name = {"alpha": "α", "tau": "τ"}[row.metric]
-    if row.before is None or row.after is None:
-        return f"{row.key} {name}: no drafts on one side"
-    figures = f"{row.key} {name} {row.before:.2f} → {row.after:.2f} {since}"
-    counts = f"{row.requests_before} → {row.requests_after} requests"
-    if row.note is not None:
-        return f"{figures}, {row.note} ({counts})"
-    verdict = f"significant {row.direction}" if row.significant else "no significant change"
-    return f"{figures}, {verdict} ({_p(row.p_adjusted)}, request-level, Holm-adjusted; {counts})"
-
-
+@shared(tail=STORE)
 def drift(
     requests: Path = typer.Option(
         ..., "--requests", help="Per-request log (file or directory): the current window."
@@ -157,18 +88,21 @@ def drift(
         None, "--reference-until", help="End of the reference window."
     ),
     slot: str | None = typer.Option(None, "--slot", help="With a stored run: which run of it (draft@k=4)."),
-    store: Path | None = typer.Option(None, "--store", help="Run store for --reference RUN."),
     level: float = typer.Option(0.01, "--level", help="Significance level (Holm-adjusted across domains)."),
     min_requests: int = typer.Option(20, "--min-requests", help="Requests each side needs to be tested."),
     json_out: Path | None = typer.Option(None, "--json", help="Write every comparison as JSON."),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Compare α and τ per domain between a window and a reference; exit 1 on a significant drop."""
-    from specmeter.cli.monitor import parse_seconds
     from specmeter.monitoring.domains import group_key
     from specmeter.monitoring.drift import compare_windows
+    from specmeter.monitoring.durations import parse_seconds
     from specmeter.monitoring.requestlog import FieldMapError, parse_fields
+    from specmeter.monitoring.view_drift import render_drift, when
     from specmeter.store.sources import is_run_ref
 
+    store = options["store"]
     if not 0.0 < level < 1.0:
         fail(f"--level must be in (0, 1), got {level:g}")
     if min_requests < 2:
@@ -179,7 +113,7 @@ def drift(
         field_map = parse_fields(fields)
     except FieldMapError as e:
         fail(str(e))
-    length = parse_seconds(window, "--window")
+    length = parse_option(lambda text: parse_seconds(text, "--window"), window, ValueError)
     if json_out is not None:
         inputs = [
             p for s in (requests, Path(reference or requests)) for p in (s.rglob("*") if s.is_dir() else [s])
@@ -197,9 +131,13 @@ def drift(
         ref_start = _time(reference_since, "--reference-since") if reference_since else start - length
         ref_end = _time(reference_until, "--reference-until") if reference_until else start
         reference_obs = _between(current_all, ref_start, ref_end)
-        ref_name = f"{_when(ref_start)} → {_when(ref_end)}"
+        ref_name = f"{when(ref_start)} → {when(ref_end)}"
     elif is_run_ref(reference):
-        reference_obs = _stored(reference, slot, store)
+        from specmeter.store import StoreError
+        from specmeter.store.observations import stored_observations
+
+        path = store_path(store)
+        reference_obs = parse_option(lambda ref: stored_observations(path, ref, slot), reference, StoreError)
         ref_name = f"stored run {reference}"
         ref_start = ref_end = None
     else:
@@ -216,18 +154,9 @@ def drift(
     if not reference_obs:
         fail(f"the reference ({ref_name}) holds no request", code=EXIT_FAILED)
     rows = compare_windows(reference_obs, current, level=level, min_requests=min_requests)
-    since_text = f"since {_when(start)}" if start is not None else f"vs {ref_name}"
-    console.print(f"current:   {_when(start)} → {_when(end)} ({len(current):,} requests)", markup=False)
-    console.print(f"reference: {ref_name} ({len(reference_obs):,} requests)", markup=False)
     only = sorted({group_key(*r.group) for r in current} ^ {group_key(*r.group) for r in reference_obs})
-    for row in rows:
-        style = "bold red" if row.direction == "drop" else "green" if row.direction == "rise" else ""
-        text = sentence(row, since_text)
-        console.print(
-            f"[{style}]{text}[/]" if style else text, markup=bool(style), highlight=False, soft_wrap=True
-        )
-    if only:
-        console.print(f"only in one window (not compared): {', '.join(only)}", markup=False, soft_wrap=True)
+    render_drift(rows, start=start, end=end, current=len(current), reference_name=ref_name,
+                 reference=len(reference_obs), only=only, console=console)  # fmt: skip
     if not rows:
         fail("no domain appears in both windows", code=EXIT_FAILED)
     if json_out is not None:

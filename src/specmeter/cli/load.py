@@ -9,11 +9,10 @@ per load level). Ctrl-C keeps every finished request on disk and exits 130.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import typer
 from rich.markup import escape
@@ -22,7 +21,6 @@ from specmeter.cli import load_options as lo
 from specmeter.cli.common import (
     EXIT_INTERRUPTED,
     check_outputs,
-    check_range,
     check_seed,
     console,
     err_console,
@@ -30,9 +28,15 @@ from specmeter.cli.common import (
     parse_float_list,
     parse_option,
 )
+from specmeter.cli.options import shared
 from specmeter.exitcodes import EXIT_FAILED
-from specmeter.measuring.config import K_MAX_LIMIT
+from specmeter.load.config import Api, Arrival, ChunkCounts, LoadConfig, Phase
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
+
+
+def _choices(kinds: Any) -> str:
+    """A Literal's values as help text: ``auto, usage, token_ids``."""
+    return ", ".join(get_args(kinds))
 
 
 def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
@@ -88,12 +92,12 @@ def _extra_body(value: str | None) -> dict[str, Any]:
     return body
 
 
+@shared(head=lo.HEAD, tail=lo.TAIL)
 def load(
     *,
     endpoint: str = typer.Option(
         ..., "--endpoint", help="Base URL of the server to test (http://host:port)."
     ),
-    prompts: lo.Prompts,
     baseline: str | None = typer.Option(
         None, "--baseline", help="Base URL of a non-speculative server: same workload, interleaved → E_meas."
     ),
@@ -101,7 +105,7 @@ def load(
         None, "--concurrency", help="Fixed concurrency, or a sweep: 1,4,16."
     ),
     rate: str | None = typer.Option(None, "--rate", help="Fixed request rate (req/s), or a sweep: 0.5,1,2."),
-    arrival: str = typer.Option("poisson", help="Arrivals in --rate mode: poisson, constant or gamma."),
+    arrival: str = typer.Option(LoadConfig.arrival, help=f"Arrivals in --rate mode: {_choices(Arrival)}."),
     burstiness: float | None = typer.Option(
         None, "--burstiness", help="--arrival gamma: B = 1 is Poisson, B < 1 bursty, B > 1 even (vLLM's)."
     ),
@@ -110,39 +114,42 @@ def load(
         "--trace",
         help="Replay a trace's arrival times and lengths (JSONL: t, input/output_tokens; or Mooncake's).",
     ),
-    trace_speed: float = typer.Option(1.0, "--trace-speed", help="--trace: replay this many times faster."),
+    trace_speed: float = typer.Option(
+        LoadConfig.trace_speed, "--trace-speed", help="--trace: replay this many times faster."
+    ),
     tokenizer: Path | None = typer.Option(
         None, "--tokenizer", help="--trace: count golden-set prompt tokens with this model's tokenizer."
     ),
-    limit: lo.Limit = None,
-    duration: float | None = typer.Option(None, help="Seconds per level and endpoint, instead of --limit."),
-    warmup: lo.Warmup = lo.WARMUP,
-    max_tokens: lo.MaxTokens = lo.MAX_TOKENS,
-    temperature: str = typer.Option(
-        "0", help="Sampling temperature sent with every request, or several (0,0.7): request i uses the i-th."
+    duration: float | None = typer.Option(
+        LoadConfig.duration, help="Seconds per level and endpoint, instead of --limit."
     ),
-    top_p: lo.TopP = lo.TOP_P,
-    seed: int = typer.Option(0, help="Seeds Poisson arrivals (and request seeds with --request-seeds)."),
+    temperature: str = typer.Option(
+        f"{LoadConfig.temperature:g}",
+        help="Sampling temperature sent with every request, or several (0,0.7): request i uses the i-th.",
+    ),
+    seed: int = typer.Option(
+        LoadConfig.seed, help="Seeds Poisson arrivals (and request seeds with --request-seeds)."
+    ),
     request_seeds: bool = typer.Option(
-        False, "--request-seeds", help="Send request i with seed + i (vLLM: a generator per request)."
+        LoadConfig.request_seeds,
+        "--request-seeds",
+        help="Send request i with seed + i (vLLM: a generator per request).",
     ),
     chunk_counts: str = typer.Option(
-        "auto",
+        LoadConfig.chunk_counts,
         "--chunk-counts",
-        help="Per-chunk token counts asked of the server: auto (cheapest for its kind), usage, token_ids, "
-        "timings or none (final usage only).",
+        help=f"Per-chunk token counts asked of the server: {_choices(ChunkCounts)} (auto: the cheapest for "
+        "its kind; none: final usage only).",
     ),
     api: str = typer.Option(
-        "auto",
-        help="auto (chat prompts → chat API), completions, chat, or messages (Anthropic /v1/messages).",
+        LoadConfig.api,
+        help=f"{_choices(Api)} (auto: chat prompts → chat API; messages: Anthropic /v1/messages).",
     ),
-    model: lo.Model = None,
     baseline_model: str | None = typer.Option(
-        None, "--baseline-model", help="Model name on the baseline server."
+        LoadConfig.baseline_model, "--baseline-model", help="Model name on the baseline server."
     ),
-    api_key: lo.ApiKey = None,
     k: int | None = typer.Option(
-        None, "--k", help="The server's draft length, if its metrics do not reveal it."
+        LoadConfig.k, "--k", help="The server's draft length, if its metrics do not reveal it."
     ),
     server: str = typer.Option(
         "auto", "--server", help="Server kind for metrics: " + ", ".join(SERVER_CHOICES)
@@ -153,62 +160,61 @@ def load(
     baseline_metrics_url: str | None = typer.Option(None, "--baseline-metrics-url", help="The baseline's."),
     no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape server metrics."),
     extra_body: str | None = typer.Option(None, "--extra-body", help="JSON merged into every request body."),
-    stall_timeout: lo.StallTimeout = lo.STALL_TIMEOUT,
-    request_timeout: lo.RequestTimeout = None,
-    client_processes: lo.ClientProcesses = lo.CLIENT_PROCESSES,
     blocks: int | None = typer.Option(
-        None, "--blocks", help="Alternation blocks per level (default: automatic)."
+        LoadConfig.blocks, "--blocks", help="Alternation blocks per level (default: automatic)."
     ),
-    slo: lo.Slo = None,
-    json_out: lo.JsonOut = None,
-    csv_out: lo.CsvOut = None,
-    log_out: lo.LogOut = None,
-    quiet: lo.Quiet = False,
     strict: bool = typer.Option(
         False, "--strict", help="Exit 4 when other processes made this machine busy during the run."
     ),
-    max_error_rate: lo.MaxErrorRate = None,
+    options: dict[str, Any],
 ) -> None:
     """Load-test an OpenAI or Anthropic Messages API server: latency, acceptance, E_meas per load level."""
-    from specmeter.load.config import LoadConfig, LoadConfigError, LoadError, Phase
-    from specmeter.load.requests import CHUNK_COUNTS
+    import dataclasses
+
+    from specmeter.load.config import LoadError
     from specmeter.workloads import WorkloadError, load_workload
 
+    prompts: Path = options["prompts"]
+    json_out, csv_out, log_out = options["json_out"], options["csv_out"], options["log_out"]
+    quiet, max_error_rate = options["quiet"], options["max_error_rate"]
     if (concurrency is not None) + (rate is not None) + (trace is not None) > 1:
         fail("--concurrency, --rate and --trace are different modes; give one of them")
-    if arrival not in ("poisson", "constant", "gamma"):
-        fail(f"--arrival: {arrival!r} is not one of poisson, constant, gamma")
     if burstiness is not None and arrival != "gamma":
         fail("--burstiness applies to --arrival gamma")
-    check_range("--burstiness", burstiness, low=0, low_open=True)
-    if trace is None and (tokenizer is not None or trace_speed != 1.0):
+    if trace is None and (tokenizer is not None or trace_speed != LoadConfig.trace_speed):
         fail("--tokenizer and --trace-speed apply to --trace")
-    check_range("--trace-speed", trace_speed, low=0, low_open=True)
     if trace is not None and duration is not None:
         fail("--trace sets the level's length; --duration does not apply")
-    temperatures = parse_float_list(temperature, "--temperature", low=0, high=2)
-    if api not in ("auto", "completions", "chat", "messages"):
-        fail(f"--api: {api!r} is not one of auto, completions, chat, messages")
-    if api == "messages" and any(t > 1.0 for t in temperatures):
-        fail(f"--temperature: the Messages API takes 0 to 1, got {max(temperatures):g}")
-    if chunk_counts not in CHUNK_COUNTS:
-        fail(f"--chunk-counts: {chunk_counts!r} is not one of {', '.join(CHUNK_COUNTS)}")
+    temperatures = parse_float_list(temperature, "--temperature")
     if server not in SERVER_CHOICES:
         fail(f"--server: {server!r} is not one of {', '.join(SERVER_CHOICES)}")
-    check_range("--k", k, low=1, high=K_MAX_LIMIT)
-    check_range("--blocks", blocks, low=1)
-    timeouts = {
-        "--duration": duration,
-        "--stall-timeout": stall_timeout,
-        "--request-timeout": request_timeout,
-    }
-    lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts,
-                    client_processes=client_processes, max_error_rate=max_error_rate)  # fmt: skip
-    if limit is not None and duration is not None:
-        fail("--limit and --duration both bound a level; give one of them")
-    from specmeter.metrics.slo import SLO, SLOError
-
-    slo_spec = parse_option(functools.partial(SLO.parse, option="--slo"), slo, SLOError)
+    phases = [Phase(trace=True)] if trace is not None else lo.levels(concurrency, rate)
+    # Every setting checked by LoadConfig before any file is read; the prompts and the trace come after.
+    cfg = lo.load_config(
+        options,
+        endpoint=endpoint,
+        prompts=(),
+        baseline=baseline,
+        phases=phases,
+        arrival=arrival,
+        burstiness=LoadConfig.burstiness if burstiness is None else burstiness,
+        trace_speed=trace_speed,
+        temperatures=temperatures if len(temperatures) > 1 else (),
+        duration=duration,
+        temperature=temperatures[0],
+        seed=seed,
+        request_seeds=request_seeds,
+        chunk_counts=chunk_counts,
+        api=api,
+        baseline_model=baseline_model,
+        k=k,
+        server_kind=cast(Any, kind_from_option(server)),
+        metrics_url=metrics_url,
+        baseline_metrics_url=baseline_metrics_url,
+        scrape_metrics=not no_metrics,
+        extra_body=_extra_body(extra_body),
+        blocks=blocks,
+    )
     check_seed("--seed", seed)
     for name, url in (("--endpoint", endpoint), ("--baseline", baseline)):
         if url is not None and not url.startswith(("http://", "https://")):
@@ -221,79 +227,9 @@ def load(
         workload = load_workload(prompts)
     except WorkloadError as e:
         fail(str(e))
-    entries = None
-    if trace is not None:
-        entries = _trace(trace, workload.prompts, tokenizer)
-        phases = [Phase(trace=True)]
-    else:
-        phases = lo.levels(concurrency, rate)
-    kind = kind_from_option(server)
-    try:  # the CLI checked every option already; LoadConfig checks again for library callers
-        cfg = LoadConfig(
-            endpoint=endpoint,
-            prompts=workload.prompts,
-            baseline=baseline,
-            phases=phases,
-            arrival=cast(Any, arrival),
-            burstiness=burstiness or 1.0,
-            trace=entries,
-            trace_speed=trace_speed,
-            temperatures=temperatures if len(temperatures) > 1 else (),
-            limit=limit,
-            duration=duration,
-            warmup=warmup,
-            max_tokens=max_tokens,
-            temperature=temperatures[0],
-            top_p=top_p,
-            seed=seed,
-            request_seeds=request_seeds,
-            chunk_counts=cast(Any, chunk_counts),
-            api=cast(Any, api),
-            model=model,
-            baseline_model=baseline_model,
-            api_key=api_key,
-            k=k,
-            server_kind=cast(Any, kind),
-            metrics_url=metrics_url,
-            baseline_metrics_url=baseline_metrics_url,
-            scrape_metrics=not no_metrics,
-            extra_body=_extra_body(extra_body),
-            stall_timeout=stall_timeout,
-            request_timeout=request_timeout,
-            blocks=blocks,
-            slo=slo_spec,
-            client_processes=client_processes,
-        )
-    except LoadConfigError as e:
-        fail(str(e))
-    config = {
-        "endpoint": endpoint,
-        "baseline": baseline,
-        "prompts": str(prompts),
-        **lo.levels_config(phases),
-        "arrival": arrival if rate else None,
-        "burstiness": burstiness if rate and arrival == "gamma" else None,
-        "trace": str(trace) if trace is not None else None,
-        "trace_speed": trace_speed if trace is not None else None,
-        "limit": limit,
-        "duration": duration,
-        "warmup": warmup,
-        "max_tokens": max_tokens,
-        "temperature": temperatures[0] if len(temperatures) == 1 else temperatures,
-        "top_p": top_p,
-        "seed": seed,
-        "request_seeds": request_seeds,
-        "chunk_counts": chunk_counts,
-        "api": api,
-        "model": model,
-        "baseline_model": baseline_model,
-        "k": k,
-        "server": server,
-        "blocks": blocks,
-        "slo": slo_spec.text() if slo_spec is not None else None,
-        "client_processes": client_processes,
-        "extra_body": cfg.extra_body or None,
-    }
+    entries = None if trace is None else _trace(trace, workload.prompts, tokenizer)
+    cfg = dataclasses.replace(cfg, prompts=workload.prompts, trace=entries)
+    config = cfg.echo(prompts=str(prompts), trace=None if trace is None else str(trace), server=server)
 
     from specmeter.load.run import execute_load
     from specmeter.load.view import render_load

@@ -22,11 +22,13 @@ from specmeter.cli.common import (
     console,
     err_console,
     fail,
+    parse_option,
     stdout_is_terminal,
 )
 from specmeter.cli.monitor_outputs import watching
 from specmeter.exitcodes import EXIT_FAILED
 from specmeter.measuring.config import K_MAX_LIMIT
+from specmeter.monitoring import durations
 from specmeter.monitoring.adapters import SERVER_CHOICES, kind_from_option
 
 if TYPE_CHECKING:
@@ -35,21 +37,10 @@ if TYPE_CHECKING:
     from specmeter.monitoring.monitor import Monitor, MonitorConfig
     from specmeter.monitoring.store import HistoryStore
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "": 1.0}
-
-
-MAX_SECONDS = 366 * 86400.0  # windows, look-backs and runs up to a year
-
 
 def parse_seconds(value: str, option: str) -> float:
-    """``15s``, ``500ms``, ``2m``, ``1h`` or a bare number of seconds; > 0 and at most a year."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|d|)\s*", value)
-    if match is None or float(match.group(1)) <= 0:
-        fail(f"{option}: {value!r} is not a positive duration such as 15s, 500ms or 2m")
-    seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if seconds > MAX_SECONDS:
-        fail(f"{option}: {value!r} is longer than a year (366d)")
-    return seconds
+    """``monitoring.durations.parse_seconds``, its error as one ``error:`` line."""
+    return parse_option(lambda text: durations.parse_seconds(text, option), value, ValueError)
 
 
 def monitor(

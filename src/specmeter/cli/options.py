@@ -1,17 +1,20 @@
-"""The options every measuring command shares (bench, tune, select), defined once with the core's defaults.
+"""Options shared between commands, declared once, with their configs' defaults: the one way to share one.
 
-:func:`measuring_command` gives a command these options on top of its own: typer sees one signature
-(``--target`` and ``--prompts`` first, then the command's own options, then the shared rest), and the
-command receives the shared values as one ``options`` dict, which :func:`measure_config` turns into a
-validated :class:`~specmeter.measuring.config.MeasureConfig`. Defaults are read from ``MeasureConfig`` and
-``VllmOptions``, never restated here or in a command.
+A group is a tuple of :func:`option` entries (parameter name, typer annotation, default). :func:`shared`
+gives a command groups of them: typer sees one signature (the ``head`` groups first, then the command's
+own options, then the ``tail``), and the command receives the shared values as one ``options`` dict.
+:func:`measuring_command` gives bench, tune, select and whatif the measuring options, which
+:func:`measure_config` turns into a validated :class:`~specmeter.measuring.config.MeasureConfig`;
+``cli.load_options`` declares load's and sweep's the same way (``LoadConfig``'s defaults), and
+:data:`STORE` is the run store a command reads (runs, compare, report, roi). Defaults are read from the
+configs (``MeasureConfig``, ``VllmOptions``, ``LoadConfig``), never restated here or in a command.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,17 +23,30 @@ import typer
 from specmeter.cli.common import measure_errors, resolve_store
 from specmeter.measuring.config import MeasureConfig, VllmOptions
 
-__all__ = ["measure_config", "measuring_command"]
+__all__ = ["RECORD", "STORE", "Shared", "measure_config", "measuring_command", "option", "shared"]
 
 _C, _V = MeasureConfig, VllmOptions
 
 # (parameter name, typer annotation, default); the name is the MeasureConfig/VllmOptions field where one is.
-_Shared = tuple[str, Any, Any]
+Shared = tuple[str, Any, Any]
 _REQUIRED = inspect.Parameter.empty
 
 
-def _option(name: str, kind: Any, *decls: str, help: str, default: Any = _REQUIRED) -> _Shared:
-    return name, Annotated[kind, typer.Option(*decls, help=help)], default  # type: ignore[valid-type]
+def option(name: str, kind: Any, *decls: str, help: str, default: Any = _REQUIRED, **more: Any) -> Shared:
+    """One shared option: the parameter ``name`` (the config field's where there is one), its type, its
+    flags and help (and any other ``typer.Option`` argument), and its default (none: required)."""
+    return name, Annotated[kind, typer.Option(*decls, help=help, **more)], default  # type: ignore[valid-type]
+
+
+_STORE_HELP = "Run store (SQLite). Default: $SPECMETER_STORE, else runs.sqlite in the user data dir."
+STORE: Sequence[Shared] = (option("store", Path | None, "--store", help=_STORE_HELP, default=None),)
+# A command that records its run: where, or not at all (cli.common.resolve_store).
+RECORD: Sequence[Shared] = (
+    option("store", Path | None, "--store",
+           help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
+           default=None),
+    option("no_store", bool, "--no-store", help="Do not record this run in the run store.", default=False),
+)  # fmt: skip
 
 
 _SEED_HELP = (
@@ -38,56 +54,53 @@ _SEED_HELP = (
     "the same interval."
 )
 _HEAD = (
-    _option("target", Path, "--target", help="Target model directory (Hugging Face format)."),
-    _option("prompts", Path, "--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl."),
+    option("target", Path, "--target", help="Target model directory (Hugging Face format)."),
+    option("prompts", Path, "--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl."),
 )
 _TAIL = (
-    _option("temperature", float, "--temperature", help="0 = greedy (exact-match verification).",
-            default=_C.temperature),
-    _option("top_p", float, "--top-p", help="Nucleus filtering applied to target and draft alike.",
-            default=_C.top_p),
-    _option("max_tokens", int, "--max-tokens", help="Output tokens per request (unless the prompt says).",
-            default=_C.max_tokens),
-    _option("limit", int | None, "--limit", help="Only the first N prompts.", default=_C.limit),
-    _option("seed", int, "--seed", help=_SEED_HELP, default=_C.seed),
-    _option("json_out", Path | None, "--json", help="Write the whole result as JSON.", default=_C.json_out),
-    _option("csv_out", Path | None, "--csv", help="Write one CSV row per request.", default=_C.csv_out),
-    _option("log_out", Path | None, "--log", help="Per-request JSONL log (tokens, latency, accepted).",
-            default=_C.log_out),
-    _option("dtype", str, "--dtype", help="auto, float32, bfloat16 or float16.", default=_C.dtype),
-    _option("device", str, "--device", help="auto, cpu, cuda or cuda:N.", default=_C.device),
-    _option("implementation", str, "--implementation", help="auto, native (Llama family) or transformers.",
-            default=_C.implementation),
-    _option("trust_remote_code", bool, "--trust-remote-code", help="Allow custom model code.",
-            default=_C.trust_remote_code),
-    _option("cost_repeats", int, "--cost-repeats", help="Repeats per point of the cost curve.",
-            default=_C.cost_repeats),
-    _option("threads", int | None, "--threads",
-            help="CPU threads for torch (default: torch's choice; 1 is steadier on shared hosts).",
-            default=_C.threads),
-    _option("quiet", bool, "--quiet", "-q", help="No progress bar and no tables.", default=False),
-    _option("store", Path | None, "--store",
-            help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
-            default=None),
-    _option("no_store", bool, "--no-store", help="Do not record this run in the run store.", default=False),
-    _option("strict", bool, "--strict",
-            help="Exit 4 when other processes made the machine busy during the run (results still written).",
-            default=_C.strict),
+    option("temperature", float, "--temperature", help="0 = greedy (exact-match verification).",
+           default=_C.temperature),
+    option("top_p", float, "--top-p", help="Nucleus filtering applied to target and draft alike.",
+           default=_C.top_p),
+    option("max_tokens", int, "--max-tokens", help="Output tokens per request (unless the prompt says).",
+           default=_C.max_tokens),
+    option("limit", int | None, "--limit", help="Only the first N prompts.", default=_C.limit),
+    option("seed", int, "--seed", help=_SEED_HELP, default=_C.seed),
+    option("json_out", Path | None, "--json", help="Write the whole result as JSON.", default=_C.json_out),
+    option("csv_out", Path | None, "--csv", help="Write one CSV row per request.", default=_C.csv_out),
+    option("log_out", Path | None, "--log", help="Per-request JSONL log (tokens, latency, accepted).",
+           default=_C.log_out),
+    option("dtype", str, "--dtype", help="auto, float32, bfloat16 or float16.", default=_C.dtype),
+    option("device", str, "--device", help="auto, cpu, cuda or cuda:N.", default=_C.device),
+    option("implementation", str, "--implementation", help="auto, native (Llama family) or transformers.",
+           default=_C.implementation),
+    option("trust_remote_code", bool, "--trust-remote-code", help="Allow custom model code.",
+           default=_C.trust_remote_code),
+    option("cost_repeats", int, "--cost-repeats", help="Repeats per point of the cost curve.",
+           default=_C.cost_repeats),
+    option("threads", int | None, "--threads",
+           help="CPU threads for torch (default: torch's choice; 1 is steadier on shared hosts).",
+           default=_C.threads),
+    option("quiet", bool, "--quiet", "-q", help="No progress bar and no tables.", default=False),
+    *RECORD,
+    option("strict", bool, "--strict",
+           help="Exit 4 when other processes made the machine busy during the run (results still written).",
+           default=_C.strict),
 )  # fmt: skip
 _VLLM = (
-    _option("backend", str, "--backend", help="native (specmeter's engine) or vllm (vLLM's offline engine).",
-            default=_C.backend),
-    _option("method", str, "--method",
-            help="vLLM speculative method: draft_model, ngram, eagle, eagle3 or mtp (--backend vllm).",
-            default=_V.method),
-    _option("tensor_parallel_size", int, "--tensor-parallel-size", "--tp",
-            help="vLLM tensor parallel size (--backend vllm).", default=_V.tensor_parallel_size),
-    _option("max_model_len", int | None, "--max-model-len",
-            help="vLLM context length (default: what the workload needs).", default=_V.max_model_len),
-    _option("gpu_memory_utilization", float, "--gpu-memory-utilization",
-            help="Share of accelerator memory vLLM may take (0-1].", default=_V.gpu_memory_utilization),
-    _option("enforce_eager", bool, "--enforce-eager",
-            help="vLLM without torch.compile and CUDA graphs (fast start).", default=_V.enforce_eager),
+    option("backend", str, "--backend", help="native (specmeter's engine) or vllm (vLLM's offline engine).",
+           default=_C.backend),
+    option("method", str, "--method",
+           help="vLLM speculative method: draft_model, ngram, eagle, eagle3 or mtp (--backend vllm).",
+           default=_V.method),
+    option("tensor_parallel_size", int, "--tensor-parallel-size", "--tp",
+           help="vLLM tensor parallel size (--backend vllm).", default=_V.tensor_parallel_size),
+    option("max_model_len", int | None, "--max-model-len",
+           help="vLLM context length (default: what the workload needs).", default=_V.max_model_len),
+    option("gpu_memory_utilization", float, "--gpu-memory-utilization",
+           help="Share of accelerator memory vLLM may take (0-1].", default=_V.gpu_memory_utilization),
+    option("enforce_eager", bool, "--enforce-eager",
+           help="vLLM without torch.compile and CUDA graphs (fast start).", default=_V.enforce_eager),
 )  # fmt: skip
 
 _CONFIG_FIELDS = (
@@ -97,21 +110,21 @@ _CONFIG_FIELDS = (
 _VLLM_FIELDS = ("method", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager")
 
 
-def _parameter(shared: _Shared) -> inspect.Parameter:
+def _parameter(shared: Shared) -> inspect.Parameter:
     name, annotation, default = shared
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def measuring_command(*, vllm: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Give a command the shared options (and the vLLM ones with ``vllm``); it receives them as ``options``.
-
-    The command declares only its own options plus a keyword-only ``options: dict[str, Any]`` parameter.
+def shared(
+    *, head: Sequence[Shared] = (), tail: Sequence[Shared] = ()
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command shared options, ``head`` before its own and ``tail`` after; it receives them as
+    ``options``. The command declares only its own options plus a keyword-only ``options: dict[str, Any]``.
     """
 
     def wrap(command: Callable[..., None]) -> Callable[..., None]:
         own = inspect.signature(command, eval_str=True).parameters.values()
-        shared = (*_HEAD, *_TAIL, *(_VLLM if vllm else ()))
-        names = {s[0] for s in shared}
+        names = {s[0] for s in (*head, *tail)}
 
         @functools.wraps(command)
         def run(**kwargs: Any) -> None:
@@ -119,15 +132,20 @@ def measuring_command(*, vllm: bool = True) -> Callable[[Callable[..., None]], C
             command(**kwargs, options=options)
 
         params = [
-            *map(_parameter, _HEAD),
+            *map(_parameter, head),
             *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own if p.name != "options"),
-            *map(_parameter, (*_TAIL, *(_VLLM if vllm else ()))),
+            *map(_parameter, tail),
         ]
         run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in params}
         return run
 
     return wrap
+
+
+def measuring_command(*, vllm: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The measuring options (and the vLLM ones with ``vllm``), shared as :func:`shared` does."""
+    return shared(head=_HEAD, tail=(*_TAIL, *(_VLLM if vllm else ())))
 
 
 def measure_config(options: dict[str, Any], **fields: Any) -> MeasureConfig:

@@ -11,9 +11,8 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail
-from specmeter.cli.roi import roi_inputs
-from specmeter.cli.runs import run_inputs, store_option, store_path
+from specmeter.cli.common import check_outputs, console, fail, parse_option, run_inputs, store_path
+from specmeter.cli.options import STORE, shared
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -23,6 +22,7 @@ def _size(text: str) -> tuple[int, int]:
     return int(width), int(height)
 
 
+@shared(tail=STORE)
 def report(
     run: str = typer.Argument(..., help="Run id, latest, latest~N, or a result JSON file."),
     out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write."),
@@ -43,20 +43,24 @@ def report(
         None, "--screenshot", help="Also save a PNG of the report (needs chromium)."
     ),
     screenshot_size: str = typer.Option("1280x2800", "--screenshot-size", help="WIDTHxHEIGHT of the PNG."),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Write a self-contained HTML report of one run: verdict, charts, stutter, memory, ROI."""
+    from specmeter.economics.roi import roi_inputs
     from specmeter.report.html import render_report, write_report
     from specmeter.store import StoreError, load_source
 
+    store = options["store"]
     size = _size(screenshot_size) if screenshot is not None else None
     check_outputs({"--out": out, "--screenshot": screenshot}, run_inputs([run], store))
     roi = None
     if monthly_tokens is not None or baseline_throughput is not None or baseline_price is not None:
         if monthly_tokens is None or baseline_throughput is None or baseline_price is None:
             fail("ROI needs --monthly-tokens, --baseline-throughput and --baseline-price together")
-        roi = roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price, engineering_cost,
-                         horizon_months)  # fmt: skip
+        figures = (monthly_tokens, baseline_throughput, baseline_price, spec_price, engineering_cost,
+                   horizon_months)  # fmt: skip
+        roi = parse_option(lambda given: roi_inputs(*given), figures, ValueError)
     try:
         source = load_source(run, store_path(store))
     except StoreError as e:

@@ -14,22 +14,32 @@ from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, check_range, fail
-from specmeter.cli.runs import run_inputs, store_option, store_path
+from specmeter.cli.common import (
+    check_outputs,
+    check_range,
+    console,
+    fail,
+    parse_option,
+    read_json_option,
+    run_inputs,
+    store_path,
+)
+from specmeter.cli.options import STORE, shared
 
-_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+# capacity_roi's fields, by the option they come from
+_SWEEP_OPTIONS = {
+    "traffic": "--traffic",
+    "baseline_price": "--price-baseline",
+    "spec_price": "--price-speculative",
+    "engineering_cost": "--engineering-cost",
+    "horizon_months": "--horizon-months",
+}
 
 
-def parse_amount(text: str, option: str) -> float:
-    """``"3B"`` -> 3e9, ``"2.5e6"`` -> 2.5e6; a one-line error naming the option otherwise."""
-    raw = text.strip().replace(",", "").replace("_", "")
-    scale = 1.0
-    if raw and raw[-1].lower() in _SUFFIXES:
-        scale, raw = _SUFFIXES[raw[-1].lower()], raw[:-1]
-    try:
-        return float(raw) * scale
-    except ValueError:
-        fail(f"{option}: {text!r} is not a number (suffixes K, M, B, T are allowed)")
+def _amount(text: str, option: str) -> float:
+    from specmeter.economics.roi import parse_amount
+
+    return parse_option(lambda t: parse_amount(t, option), text, ValueError)
 
 
 def pick_candidate(result: Mapping[str, Any], wanted: str | None) -> tuple[str, float]:
@@ -55,29 +65,101 @@ def pick_candidate(result: Mapping[str, Any], wanted: str | None) -> tuple[str, 
     return matches[0]
 
 
-def roi_inputs(
-    monthly_tokens: str, baseline_throughput: float, baseline_price: float, spec_price: float | None,
-    engineering_cost: str, horizon_months: float, speedup: float = 1.0,
-) -> Any:  # fmt: skip
-    """RoiInputs from CLI values, or a one-line error naming the option."""
-    from specmeter.economics import RoiInputs
+def _roi_inputs(*figures: Any) -> Any:
+    """``economics.roi.roi_inputs`` of the command's figures, or one ``error:`` line naming the option."""
+    from specmeter.economics.roi import roi_inputs
 
-    inputs = RoiInputs(
-        monthly_tokens=parse_amount(monthly_tokens, "--monthly-tokens"),
-        baseline_throughput=baseline_throughput,
-        baseline_price=baseline_price,
-        spec_price=baseline_price if spec_price is None else spec_price,
-        speedup=speedup,
-        engineering_cost=parse_amount(engineering_cost, "--engineering-cost"),
-        horizon_months=horizon_months,
-    )
+    return parse_option(lambda given: roi_inputs(*given), figures, ValueError)
+
+
+def read_sweep(path: Path) -> dict[str, Any]:
+    """``--from-sweep``'s result file, checked against the sweep section's schema (one line per problem)."""
+    from specmeter.report.validate import validate_sweep
+
+    result = read_json_option(path, "--from-sweep")
+    if not isinstance(result, dict):
+        fail(f"--from-sweep: {path}: not a result object")
+    problems = validate_sweep(result)
+    if problems:
+        fail("\n".join(f"--from-sweep: {path}: {p}" for p in problems))
+    return result
+
+
+def read_whatif(path: Path) -> dict[str, Any]:
+    """``--from-whatif``'s what-if section, checked (every cell's α, k and B) before the surface is read."""
+    from specmeter.report.validate import validate_whatif
+
+    result = read_json_option(path, "--from-whatif")
+    if isinstance(result, dict) and result.get("kind") == "whatif":
+        problems = validate_whatif(result)
+        if problems:
+            fail("\n".join(f"--from-whatif: {path}: {p}" for p in problems))
+    if (
+        not isinstance(result, dict)
+        or result.get("kind") != "whatif"
+        or not (result.get("whatif") or {}).get("cells")
+    ):
+        kind = result.get("kind") if isinstance(result, dict) else None
+        fail(
+            f"--from-whatif: {path} is not a whatif result with measured cells (kind {kind!r}); "
+            "run specmeter whatif --json"
+        )
+    return dict(result["whatif"])
+
+
+def roi_from_sweep(
+    path: Path, traffic: float, baseline_price: float, spec_price: float | None, engineering_cost: float,
+    horizon_months: float, json_out: Path | None,
+) -> None:  # fmt: skip
+    """``roi --from-sweep``: instances and money at the sweep's measured capacity, beside today's batch-1
+    figure (``economics.capacityroi``)."""
+    from specmeter.economics.capacityroi import capacity_roi, sweep_capacity
+    from specmeter.economics.view_roi import render_sweep_roi
+    from specmeter.report.files import write_json_atomic
+
+    check_range("--traffic", traffic, low=0, low_open=True)
+    result = read_sweep(path)
     try:
-        inputs.check()
+        capacity = sweep_capacity(result, where=str(path))
+        r = capacity_roi(
+            capacity, traffic, baseline_price, baseline_price if spec_price is None else spec_price,
+            engineering_cost, horizon_months,
+        )  # fmt: skip
     except ValueError as e:
-        fail("--" + str(e).replace("_", "-"))
-    return inputs
+        message = str(e)
+        field = message.split(" ")[0]
+        option = _SWEEP_OPTIONS.get(field)
+        fail(f"{option} {message.removeprefix(field).strip()}" if option else message)
+    render_sweep_roi(r, path.name, console)
+    if json_out is not None:
+        write_json_atomic(json_out, r.to_dict())
 
 
+def roi_from_whatif(
+    path: Path, inputs: Any, *, alpha: float | None, k: int | None, batch: int | None,
+    payback_months: float | None, json_out: Path | None, capacity: Any = None,
+) -> None:  # fmt: skip
+    """``roi --from-whatif``: ``selection.whatif_roi`` answers, ``selection.view_whatif_roi`` prints."""
+    from specmeter.report.files import write_json_atomic
+    from specmeter.selection.view_whatif_roi import render_whatif_roi
+    from specmeter.selection.whatif_roi import baseline_capacity, price_whatif
+
+    section = read_whatif(path)
+    base = None
+    if capacity is not None:
+        sweep = None if capacity.sweep is None else read_sweep(capacity.sweep)
+        base = parse_option(lambda ask: baseline_capacity(ask, sweep), capacity, ValueError)
+    answer = parse_option(
+        lambda s: price_whatif(s, path, inputs, alpha=alpha, k=k, batch=batch, payback_months=payback_months,
+                               capacity=capacity, base=base),
+        section, ValueError,
+    )  # fmt: skip
+    render_whatif_roi(answer, console)
+    if json_out is not None:
+        write_json_atomic(json_out, answer.data)
+
+
+@shared(tail=STORE)
 def roi(
     run: str | None = typer.Argument(None, help="Run id, latest~N or result JSON; omit with --speedup."),
     speedup: float | None = typer.Option(
@@ -139,22 +221,24 @@ def roi(
     engineering_cost: str = typer.Option("0", "--engineering-cost", help="One-off cost of adopting it."),
     horizon_months: float = typer.Option(12.0, "--horizon-months", help="Months of savings ROI counts."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """ROI = (GPU-time cost saved − extra memory cost) / engineering cost, with monthly cost and payback."""
     import dataclasses
 
-    from specmeter.cli.roi_table import money, outcome_rows, print_roi_table
     from specmeter.economics import compute_roi
+    from specmeter.economics.view_roi import render_roi
     from specmeter.report.files import write_json_atomic
     from specmeter.store import StoreError, load_source
 
+    store = options["store"]
     whatif_only = {"--alpha": alpha, "--k": k, "--batch": batch, "--target-roi": target_roi,
                    "--baseline-capacity": baseline_capacity}  # fmt: skip
     if from_whatif is None and any(v is not None for v in whatif_only.values()):
         fail(f"{', '.join(n for n, v in whatif_only.items() if v is not None)}: only with --from-whatif")
     if from_whatif is not None:
-        from specmeter.cli.roi_whatif import CapacityAsk, roi_from_whatif
+        from specmeter.selection.whatif_roi import CapacityAsk
 
         if run is not None or speedup is not None:
             fail("--from-whatif takes the speedup from the what-if surface: drop RUN and --speedup")
@@ -181,11 +265,11 @@ def roi(
         inputs = None
         if by_tokens:
             assert monthly_tokens is not None and baseline_throughput is not None
-            inputs = roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price,
-                                engineering_cost, horizon_months)  # fmt: skip
+            inputs = _roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price,
+                                 engineering_cost, horizon_months)  # fmt: skip
         ask = None
         if traffic is not None:
-            cost = parse_amount(engineering_cost, "--engineering-cost")
+            cost = _amount(engineering_cost, "--engineering-cost")
             check_range("--engineering-cost", cost, low=0)
             check_range("--price-baseline", baseline_price, low=0)
             check_range("--price-speculative", spec_price, low=0)
@@ -197,8 +281,6 @@ def roi(
                         json_out=json_out, capacity=ask)  # fmt: skip
         return
     if from_sweep is not None:
-        from specmeter.cli.roi_sweep import roi_from_sweep
-
         if (
             run is not None
             or speedup is not None
@@ -210,7 +292,7 @@ def roi(
         if traffic is None or baseline_price is None:
             fail("--from-sweep needs --traffic (requests/s) and --price-baseline")
         check_outputs({"--json": json_out}, {"--from-sweep": from_sweep})
-        cost = parse_amount(engineering_cost, "--engineering-cost")
+        cost = _amount(engineering_cost, "--engineering-cost")
         roi_from_sweep(from_sweep, traffic, baseline_price, spec_price, cost, horizon_months, json_out)
         return
     if traffic is not None:
@@ -230,21 +312,10 @@ def roi(
             fail(str(e))
         label, speedup = pick_candidate(source.result, candidate)
         source_text = f"E_meas of {label} in {source.name}"
-    inputs = roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price, engineering_cost,
-                        horizon_months, speedup)  # fmt: skip
+    inputs = _roi_inputs(monthly_tokens, baseline_throughput, baseline_price, spec_price, engineering_cost,
+                         horizon_months, speedup)  # fmt: skip
     r = compute_roi(inputs)
-
-    rows = [
-        ("instance-hours / month before → after", f"{r.hours_before:,.1f} → {r.hours_after:,.1f}"),
-        ("average instances before → after", f"{r.instances_before:,.2f} → {r.instances_after:,.2f}"),
-        ("monthly cost before", money(r.cost_before)),
-        ("monthly cost after", money(r.cost_after)),
-        ("GPU-time cost saved / month", money(r.gpu_time_saved)),
-        ("extra memory cost / month (price delta)", money(r.extra_memory_cost)),
-        *outcome_rows(r, horizon_months),
-    ]
-    loss = "Speculation costs more than it saves at these prices."
-    print_roi_table(f"ROI at {speedup:.2f}× ({source_text})", rows, r, loss)
+    render_roi(r, source_text, console)
     if json_out is not None:
         data = {**dataclasses.asdict(r), "instances_before": r.instances_before}
         data["instances_after"] = r.instances_after

@@ -1,8 +1,8 @@
 """``specmeter runs list|show|export|delete|note``: the run history kept in the SQLite run store.
 
 Every bench (and later tune, select, load, demo) records its run there unless told ``--no-store``. Runs
-are referred to by number, ``latest`` or ``latest~N``. ``store_option`` and ``open_store`` are shared
-with compare, report and roi.
+are referred to by number, ``latest`` or ``latest~N``; ``--store`` is ``cli.options.STORE``, shared with
+compare, report and roi.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.common import check_outputs, console, fail, open_store, store_path
+from specmeter.cli.options import STORE, shared
 
 app = typer.Typer(
     help="Run history: list, show, export, annotate and delete stored runs.",
@@ -24,68 +24,20 @@ app = typer.Typer(
     add_completion=False,
 )
 
-_STORE_HELP = "Run store (SQLite). Default: $SPECMETER_STORE, else runs.sqlite in the user data dir."
-
-
-def store_option() -> Any:
-    """A fresh ``--store`` option (typer options are per-parameter objects)."""
-    return typer.Option(None, "--store", help=_STORE_HELP)
-
-
-def store_path(store: Path | None) -> Path:
-    from specmeter.store import default_store_path
-
-    return store if store is not None else default_store_path()
-
-
-def run_inputs(runs: list[str | None], store: Path | None) -> dict[str, Path | list[Path] | None]:
-    """The files a command reading RUNs opens (result JSON files and the run store), for check_outputs."""
-    from specmeter.store import is_run_ref
-
-    files = [Path(r) for r in runs if r is not None and not is_run_ref(r)]
-    return {"RUN": files, "--store": store_path(store)}
-
-
-def open_store(store: Path | None, *, create: bool = False) -> Any:
-    """The RunStore, or a one-line error naming the store."""
-    from specmeter.store import RunStore, StoreError
-
-    try:
-        return RunStore(store_path(store), create=create)
-    except StoreError as e:
-        fail(str(e))
-
-
-def _best(result: Mapping[str, Any]) -> tuple[str, str, bool]:
-    """(best E_meas, its α, any danger) for the listing."""
-    from specmeter.report.fmt import DASH, as_float, fmt_num, fmt_speedup
-
-    best: tuple[float, Any] | None = None
-    danger = False
-    for c in result.get("candidates") or []:
-        s = c.get("summary") if isinstance(c, Mapping) else None
-        if not isinstance(s, Mapping):
-            continue
-        danger = danger or s.get("danger_zone") is True
-        e = as_float(s.get("speedup_measured"))
-        if e is not None and (best is None or e > best[0]):
-            best = (e, s)
-    if best is None:
-        return DASH, DASH, danger
-    return fmt_speedup(best[0]), fmt_num(best[1].get("acceptance_rate"), 3), danger
-
 
 @app.command("list")
+@shared(tail=STORE)
 def list_runs(
-    store: Path | None = store_option(),
     limit: int = typer.Option(20, "--limit", "-n", help="Show the newest N runs (0 = all)."),
     kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind (bench, tune, load, ...)."),
     as_json: bool = typer.Option(False, "--json", help="Print the listing as JSON."),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """List stored runs, newest first."""
-    from rich.table import Table
-    from rich.text import Text
+    from specmeter.store.view_runs import render_runs
 
+    store = options["store"]
     with open_store(store) as db:
         runs = db.list_runs(limit=limit or None, kind=kind)
         results = {r.id: db.result(r.id) for r in runs}
@@ -93,38 +45,19 @@ def list_runs(
         rows = [dataclasses.asdict(r) for r in runs]
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    if not runs:
-        console.print(f"No runs in {store_path(store)}.")
-        return
-    table = Table(title=f"runs in {store_path(store)}", title_justify="left")
-    for column in ("id", "status", "kind", "started (UTC)", "reqs", "best E", "α", "machine"):
-        table.add_column(column, no_wrap=column not in ("kind", "started (UTC)"))
-    table.add_column("target ← drafts · note", overflow="fold", ratio=1)
-    for r in runs:
-        e_best, alpha, danger = _best(results[r.id])
-        status = Text(r.status, style="yellow" if r.status == "partial" else "green")
-        e_text = Text(e_best + (" ⚠" if danger else ""), style="bold red" if danger else "")
-        started = r.started_at.replace("T", " ")[:16]
-        label = Text(r.label + (f" · {r.note}" if r.note else ""))
-        machine = str((results[r.id].get("hygiene") or {}).get("verdict") or "—")
-        m_text = Text(machine, style={"busy": "bold yellow", "unusable": "bold red"}.get(machine, ""))
-        table.add_row(str(r.id), status, r.kind, started, str(r.requests), e_text, alpha, m_text, label)
-    console.print(table)
-    console.print(
-        "⚠ = a candidate or category in the danger zone (α < 0.5 or E_meas < 1); machine = what else ran "
-        "during the run (quiet / busy / unusable, docs/metrics.md)",
-        style="dim",
-    )
+    render_runs(runs, results, store_path(store), console)
 
 
 @app.command("show")
+@shared(tail=STORE)
 def show(
-    run: str = typer.Argument(..., help="Run id, latest or latest~N."), store: Path | None = store_option()
+    run: str = typer.Argument(..., help="Run id, latest or latest~N."), *, options: dict[str, Any]
 ) -> None:
     """Print a stored run's result tables (a run killed before its summary is summarised from its records)."""
     from specmeter.report.view import render_result
     from specmeter.store import StoreError, is_run_ref, load_source
 
+    store = options["store"]
     if not is_run_ref(run):
         fail(f"run {run!r}: expected a run id, latest or latest~N")
     try:
@@ -152,16 +85,19 @@ def _export_format(out: Path, fmt: str | None) -> str:
 
 
 @app.command("export")
+@shared(tail=STORE)
 def export(
     run: str = typer.Argument(..., help="Run id, latest or latest~N."),
     out: Path = typer.Option(..., "--out", "-o", help="File to write."),
     fmt: str | None = typer.Option(None, "--format", help=_FORMAT_HELP),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Write a stored run as a result JSON, a per-request CSV, or full per-request records (JSONL)."""
     from specmeter.report.files import CSV_COLUMNS, request_row, write_json_atomic
     from specmeter.store import StoreError, is_run_ref
 
+    store = options["store"]
     kind = _export_format(out, fmt)
     if not is_run_ref(run):
         fail(f"run {run!r}: expected a run id, latest or latest~N")
@@ -191,14 +127,17 @@ def export(
 
 
 @app.command("note")
+@shared(tail=STORE)
 def note(
     run: str = typer.Argument(..., help="Run id, latest or latest~N."),
     text: str = typer.Argument(..., help="The note, e.g. 'after the tokenizer fix'."),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Attach a note to a run (shown by runs list)."""
     from specmeter.store import StoreError
 
+    store = options["store"]
     with open_store(store) as db:
         try:
             db.set_note(db.resolve(run), text)
@@ -207,14 +146,17 @@ def note(
 
 
 @app.command("delete")
+@shared(tail=STORE)
 def delete(
     runs: list[str] = typer.Argument(..., help="Run ids (or latest, latest~N)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    store: Path | None = store_option(),
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Delete runs and their request records."""
     from specmeter.store import StoreError
 
+    store = options["store"]
     with open_store(store) as db:
         try:
             ids = sorted({db.resolve(r) for r in runs})

@@ -22,23 +22,25 @@ from specmeter.cli import load_options as lo
 from specmeter.cli.common import (
     EXIT_INTERRUPTED,
     check_outputs,
-    check_range,
     console,
     err_console,
     fail,
     resolve_store,
 )
+from specmeter.cli.options import RECORD, shared
 from specmeter.exitcodes import EXIT_FAILED
-
-MAX_K = 64
+from specmeter.load.config import LoadConfig, LoadConfigError
+from specmeter.metrics.acceptance import K_MAX_LIMIT
+from specmeter.sweep.config import APIS, SWEEP_K, SearchSettings, SweepConfig
 
 
 def _ks(value: str) -> list[int]:
     out = []
     for part in value.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) > MAX_K:
-            fail(f"--k: {part!r} is not a draft length from 0 to {MAX_K} (0 = the baseline, no speculation)")
+        if not part.isdigit() or int(part) > K_MAX_LIMIT:
+            fail(f"--k: {part!r} is not a draft length from 0 to {K_MAX_LIMIT} (0 = the baseline, "
+                 "no speculation)")  # fmt: skip
         out.append(int(part))
     return sorted(set(out))
 
@@ -56,28 +58,19 @@ def _endpoints(values: list[str]) -> dict[int, str]:
     return out
 
 
-def _slo_options(
+def _search(
     slo: str | None, search: str | None, search_range: str | None, target: float, max_steps: int, phases: Any
-) -> tuple[Any, Any]:
-    """The SLO and the capacity search from the options; one-line errors naming them."""
-    from specmeter.metrics.slo import SLO, SLOError
-    from specmeter.sweep.config import SearchSettings
-
-    check_range("--target", target, low=0, low_open=True, high=1)
-    if max_steps < 2:
-        fail(f"--max-steps must be >= 2 (both bounds), got {max_steps}")
+) -> SearchSettings | None:
+    """The capacity search from the options (``SweepConfig`` checks its target and steps); one-line errors
+    naming them."""
     if slo is None:
         if search is not None or search_range is not None:
             fail("--search needs --slo: capacity is the highest load whose requests meet it")
-        return None, None
-    try:
-        spec = SLO.parse(slo)
-    except SLOError as e:
-        fail(str(e))
+        return None
     if search is None:
         if search_range is not None:
             fail("--search-range goes with --search")
-        return spec, None
+        return None
     if search not in ("concurrency", "rate"):
         fail(f"--search: {search!r} is not one of concurrency, rate")
     loads = [p.concurrency if p.concurrency is not None else p.rate for p in phases]
@@ -95,9 +88,10 @@ def _slo_options(
             fail(f"--search-range: {search_range!r} needs 0 < LOW < HIGH")
     if search == "concurrency" and (low != int(low) or high != int(high)):
         fail(f"--search-range: concurrency bounds are whole numbers, got {search_range}")
-    return spec, SearchSettings(cast(Any, search), float(low), float(high), target, max_steps)
+    return SearchSettings(cast(Any, search), float(low), float(high), target, max_steps)
 
 
+@shared(head=lo.HEAD, tail=(*lo.TAIL, *RECORD))
 def sweep(
     *,
     launch: str | None = typer.Option(
@@ -106,33 +100,27 @@ def sweep(
     baseline_launch: str | None = typer.Option(
         None, "--baseline-launch", help="The baseline's command (default: --launch with k = 0)."
     ),
-    ks: str = typer.Option("0,2,4", "--k", help="Draft lengths to launch; 0 = the baseline."),
+    ks: str = typer.Option(
+        ",".join(map(str, SWEEP_K)), "--k", help="Draft lengths to launch; 0 = the baseline."
+    ),
     endpoint: list[str] = typer.Option(
         [],
         "--endpoint",
         help="An already-running server per configuration: K=URL (repeat; 0=… the baseline).",
     ),
     draft: str | None = typer.Option(None, "--draft", help="The draft model, for {draft} and {spec}."),
-    method: str = typer.Option("draft_model", "--method", help="{spec}'s speculative method (vLLM)."),
-    prompts: lo.Prompts,
+    method: str = typer.Option(SweepConfig.method, "--method", help="{spec}'s speculative method (vLLM)."),
     concurrency: str | None = typer.Option(None, "--concurrency", help="Levels: concurrencies, e.g. 1,4,16."),
     rate: str | None = typer.Option(None, "--rate", help="Levels: request rates (req/s), e.g. 0.5,1,2."),
-    limit: lo.Limit = None,
-    warmup: lo.Warmup = lo.WARMUP,
-    max_tokens: lo.MaxTokens = lo.MAX_TOKENS,
-    temperature: float = typer.Option(0.0, help="Sampling temperature of every request."),
-    top_p: lo.TopP = lo.TOP_P,
-    seed: int = typer.Option(0, help="Seeds Poisson arrivals (--rate)."),
-    model: lo.Model = None,
-    api_key: lo.ApiKey = None,
-    api: str = typer.Option("auto", help="auto, completions or chat."),
+    temperature: float = typer.Option(LoadConfig.temperature, help="Sampling temperature of every request."),
+    seed: int = typer.Option(LoadConfig.seed, help="Seeds Poisson arrivals (--rate)."),
+    api: str = typer.Option(LoadConfig.api, help=f"{', '.join(APIS)}."),
     startup_timeout: float = typer.Option(
-        600.0, "--startup-timeout", help="Seconds a server may take to answer /health."
+        SweepConfig.startup_timeout, "--startup-timeout", help="Seconds a server may take to answer /health."
     ),
-    stop_timeout: float = typer.Option(20.0, "--stop-timeout", help="Seconds between SIGTERM and SIGKILL."),
-    stall_timeout: lo.StallTimeout = lo.STALL_TIMEOUT,
-    request_timeout: lo.RequestTimeout = None,
-    client_processes: lo.ClientProcesses = lo.CLIENT_PROCESSES,
+    stop_timeout: float = typer.Option(
+        SweepConfig.stop_grace, "--stop-timeout", help="Seconds between SIGTERM and SIGKILL."
+    ),
     logs_dir: Path | None = typer.Option(
         None, "--logs", help="Directory for the servers' output (default: beside --json, else a temp dir)."
     ),
@@ -140,12 +128,13 @@ def sweep(
         False, "--no-rerun-baseline", help="Do not run the baseline again at the end (drift unmeasured)."
     ),
     validate: bool = typer.Option(
-        False, "--validate", help="Launch the resulting schedule ({schedule}/{spec}) and ramp across it."
+        SweepConfig.validate,
+        "--validate",
+        help="Launch the resulting schedule ({schedule}/{spec}) and ramp across it.",
     ),
     validate_launch: str | None = typer.Option(
         None, "--validate-launch", help="The schedule's command (default: --launch)."
     ),
-    slo: lo.Slo = None,
     search: str | None = typer.Option(
         None, "--search", help="With --slo: search each configuration's capacity over concurrency or rate."
     ),
@@ -154,38 +143,30 @@ def sweep(
         "--search-range",
         help="LOW:HIGH bounds of --search (default: the levels' smallest and largest).",
     ),
-    target: float = typer.Option(0.95, "--target", help="Attainment that capacity must keep (0 to 1]."),
-    max_steps: int = typer.Option(6, "--max-steps", help="--search: levels run at most per configuration."),
+    target: float = typer.Option(
+        SweepConfig.slo_target, "--target", help="Attainment that capacity must keep (0 to 1]."
+    ),
+    max_steps: int = typer.Option(
+        SearchSettings.max_steps, "--max-steps", help="--search: levels run at most per configuration."
+    ),
     schedule_out: Path | None = typer.Option(
         None, "--schedule-out", help="Write the schedule as vLLM --speculative-config JSON."
     ),
-    json_out: lo.JsonOut = None,
-    csv_out: lo.CsvOut = None,
-    log_out: lo.LogOut = None,
-    quiet: lo.Quiet = False,
-    store: Path | None = typer.Option(
-        None, "--store", help="Run store (default: $SPECMETER_STORE or data dir)."
-    ),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not record the sweep in the run store."),
-    max_error_rate: lo.MaxErrorRate = None,
+    options: dict[str, Any],
 ) -> None:
     """Sweep real servers over k × load level: E_meas with drift, α/τ from the server, best k, schedule."""
-    from specmeter.load.config import LoadConfig, LoadConfigError
-    from specmeter.sweep.config import ServerConfig, SweepConfig
+    import dataclasses
+
+    from specmeter.sweep.config import ServerConfig
     from specmeter.sweep.launch import LaunchError, check_template
     from specmeter.workloads import WorkloadError, load_workload
 
+    prompts: Path = options["prompts"]
+    json_out, csv_out, log_out = options["json_out"], options["csv_out"], options["log_out"]
     if (launch is None) == (not endpoint):
         fail("give --launch (specmeter starts each configuration) or --endpoint K=URL per running server")
     if concurrency is not None and rate is not None:
         fail("--concurrency and --rate are different modes; give one of them")
-    if api not in ("auto", "completions", "chat"):
-        fail(f"--api: {api!r} is not one of auto, completions, chat")
-    check_range("--temperature", temperature, low=0, high=2)
-    timeouts = {"--startup-timeout": startup_timeout, "--stop-timeout": stop_timeout,
-                "--stall-timeout": stall_timeout, "--request-timeout": request_timeout}  # fmt: skip
-    lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts,
-                    client_processes=client_processes, max_error_rate=max_error_rate)  # fmt: skip
     configs: list[ServerConfig] = []
     try:
         if launch is not None:
@@ -218,8 +199,19 @@ def sweep(
     phases = lo.levels(concurrency, rate)
     if validate and rate is not None:
         fail("--validate ramps across batch sizes: use --concurrency levels")
-    slo_spec, search_settings = _slo_options(slo, search, search_range, target, max_steps, phases)
-    stored = resolve_store(store, no_store)
+    search_settings = _search(options["slo"], search, search_range, target, max_steps, phases)
+    # Every setting checked by LoadConfig and SweepConfig before any file is read; the prompts come after.
+    load = lo.load_config(options, endpoint="", prompts=(), phases=phases, temperature=temperature, seed=seed,
+                          api=api, baseline_model=options["model"])  # fmt: skip
+    try:
+        cfg = SweepConfig(
+            load=load, configs=configs, draft=draft, method=method, startup_timeout=startup_timeout,
+            stop_grace=stop_timeout, rerun_baseline=not no_rerun, validate=validate,
+            validate_template=validate_launch, slo=load.slo, slo_target=target, search=search_settings,
+        )  # fmt: skip
+    except LoadConfigError as e:
+        fail(str(e))
+    stored = resolve_store(options["store"], options["no_store"])
     outputs = {"--json": json_out, "--csv": csv_out, "--log": log_out, "--schedule-out": schedule_out,
                "--store": stored}  # fmt: skip
     # --draft is a name a launch template fills in; when it names a local model directory it is an input too.
@@ -235,78 +227,14 @@ def sweep(
         workload = load_workload(prompts)
     except WorkloadError as e:
         fail(str(e))
-    try:  # the CLI checked every option already; LoadConfig checks again for library callers
-        load = LoadConfig(
-            endpoint="",
-            prompts=workload.prompts,
-            phases=phases,
-            limit=limit,
-            warmup=warmup,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            api=cast(Any, api),
-            model=model,
-            baseline_model=model,
-            api_key=api_key,
-            stall_timeout=stall_timeout,
-            request_timeout=request_timeout,
-            client_processes=client_processes,
-        )
-    except LoadConfigError as e:
-        fail(str(e))
-    cfg = SweepConfig(
-        load=load,
-        configs=configs,
-        draft=draft,
-        method=method,
-        startup_timeout=startup_timeout,
-        stop_grace=stop_timeout,
-        logs_dir=logs_dir,
-        rerun_baseline=not no_rerun,
-        validate=validate,
-        validate_template=validate_launch,
-        slo=slo_spec,
-        slo_target=target,
-        search=search_settings,
+    cfg = dataclasses.replace(
+        cfg, load=dataclasses.replace(load, prompts=workload.prompts), logs_dir=logs_dir
     )
-    config = {
-        "launch": launch,
-        "baseline_launch": baseline_launch,
-        "validate_launch": validate_launch,
-        "endpoints": endpoint or None,
-        "k": [c.k for c in configs],
-        "draft": draft,
-        "method": method,
-        "prompts": str(prompts),
-        **lo.levels_config(phases),
-        "limit": limit,
-        "warmup": warmup,
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "top_p": top_p,
-        "seed": seed,
-        "model": model,
-        "api": api,
-        "startup_timeout": startup_timeout,
-        "client_processes": client_processes,
-        "max_error_rate": max_error_rate,
-        "rerun_baseline": not no_rerun,
-        "validate": validate,
-        "logs": str(logs_dir),
-        "slo": None if slo_spec is None else slo_spec.text(),
-        "target": target,
-        "search": None
-        if search_settings is None
-        else {
-            "kind": search_settings.kind,
-            "low": search_settings.low,
-            "high": search_settings.high,
-            "max_steps": search_settings.max_steps,
-        },
-    }
-    code = _run(cfg, config, json_out, csv_out, log_out, schedule_out, quiet, stored, max_error_rate)
+    max_error_rate = options["max_error_rate"]
+    config = cfg.echo(prompts=str(prompts), endpoints=endpoint, max_error_rate=max_error_rate)
+    code = _run(
+        cfg, config, json_out, csv_out, log_out, schedule_out, options["quiet"], stored, max_error_rate
+    )
     if code:
         raise typer.Exit(code)
 

@@ -6,38 +6,12 @@ directory keeps a checkpoint, and rerunning the same command continues from it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from specmeter.cli.common import check_outputs, check_range, check_seed, console, fail
-from specmeter.measuring.outputs import PathOption
-
-
-def training_progress(total: int, description: str, quiet: bool = False) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]}"), TextColumn("held-out {task.fields[eval]}"),
-        TimeRemainingColumn(), console=console, disable=quiet,
-    )  # fmt: skip
-
-
-def check_training(
-    lr: float, seed: int, out: Path, work: Path | None, inputs: Mapping[str, PathOption]
-) -> Path:
-    """What train and distill both check before any work: ``--lr``, ``--seed``, the inputs, and the output and
-    checkpoint directories; returns the checkpoint directory (``--work``, by default OUT.work)."""
-    check_range("--lr", lr, low=0, low_open=True, high=1)
-    check_seed("--seed", seed)
-    check_outputs({}, inputs, directories={"--out": out, "--work": work})
-    if work is None:  # the default, checked once --out passed (a bad --out is one error, not two)
-        work = out.with_name(out.name + ".work")
-        check_outputs({}, inputs, directories={"--out": out, "--work (default OUT.work)": work})
-    return work
+from specmeter.cli.common import check_range, check_training, console, fail, training_progress
 
 
 def load_or_train_tokenizer(tokenizer_dir: Path | None, docs: list[str], vocab_size: int, out: Path) -> Any:

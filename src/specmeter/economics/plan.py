@@ -30,9 +30,11 @@ token than plain decoding only when the tokens per step τ exceed (verify + k ·
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from specmeter.economics.gpus import Gpu
 from specmeter.economics.modelcfg import ArchFacts
@@ -49,6 +51,7 @@ __all__ = [
     "fit_on",
     "footprint",
     "plan",
+    "plan_dict",
     "smallest_fit",
     "traffic",
     "weight_bytes",
@@ -261,3 +264,39 @@ def plan(
             )
         rows.append(PlanRow(footprint=fp, baseline_fit=base, spec_fit=spec))
     return rows
+
+
+def plan_dict(
+    t: ArchFacts, d: ArchFacts | None, rows: Sequence[PlanRow], flows: Sequence[Traffic], *, context: int,
+    batch: int, tp: int, utilization: float,
+) -> dict[str, Any]:  # fmt: skip
+    """``plan --json``: the models' facts, each weight format's footprint and fits, the weight traffic."""
+    return {
+        "target": dataclasses.asdict(t),
+        "draft": dataclasses.asdict(d) if d is not None else None,
+        "context": context, "batch": batch, "tp": tp, "utilization": utilization,
+        "rows": [
+            {
+                **dataclasses.asdict(r.footprint),
+                "baseline_bytes": r.footprint.baseline_bytes, "extra_bytes": r.footprint.extra_bytes,
+                "spec_bytes": r.footprint.spec_bytes,
+                "baseline_fit": _fit_dict(r.baseline_fit), "spec_fit": _fit_dict(r.spec_fit),
+            }
+            for r in rows
+        ],
+        "traffic": [{**dataclasses.asdict(f), "spec_step": f.spec_step,
+                     "break_even_tau": f.break_even_tau} for f in flows],
+    }  # fmt: skip
+
+
+def _fit_dict(fit: Fit | None) -> dict[str, Any] | None:
+    if fit is None:
+        return None
+    return {
+        "gpu": fit.gpu.name,
+        "memory_gib": fit.gpu.memory_gib,
+        "count": fit.count,
+        "usable_bytes": fit.usable_bytes,
+        "kv_headroom_bytes": fit.kv_headroom_bytes,
+        "kv_headroom_tokens": fit.kv_headroom_tokens,
+    }

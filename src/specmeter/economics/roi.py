@@ -33,11 +33,14 @@ __all__ = [
     "RoiResult",
     "compute_roi",
     "money",
+    "parse_amount",
     "price_ratio_for_saving",
+    "roi_inputs",
     "speedup_for_payback",
 ]
 
 HOURS_PER_MONTH = 730.0  # 365 · 24 / 12
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 
 @dataclass(frozen=True)
@@ -193,3 +196,37 @@ def speedup_for_payback(inputs: RoiInputs, months: float) -> float | None:
     if room <= 0:
         return None
     return hours_before * inputs.spec_price / room
+
+
+def parse_amount(text: str, option: str) -> float:
+    """``"3B"`` -> 3e9, ``"2.5e6"`` -> 2.5e6 (suffixes K, M, B/G, T); ValueError naming ``option``."""
+    raw = text.strip().replace(",", "").replace("_", "")
+    scale = 1.0
+    if raw and raw[-1].lower() in _SUFFIXES:
+        scale, raw = _SUFFIXES[raw[-1].lower()], raw[:-1]
+    try:
+        return float(raw) * scale
+    except ValueError:
+        raise ValueError(f"{option}: {text!r} is not a number (suffixes K, M, B, T are allowed)") from None
+
+
+def roi_inputs(
+    monthly_tokens: str, baseline_throughput: float, baseline_price: float, spec_price: float | None,
+    engineering_cost: str, horizon_months: float, speedup: float = 1.0,
+) -> RoiInputs:  # fmt: skip
+    """Checked RoiInputs from the command line's values (``roi``, ``report``): amounts may carry suffixes,
+    the speculative price defaults to the baseline's; ValueError naming the option (``--monthly-tokens``)."""
+    inputs = RoiInputs(
+        monthly_tokens=parse_amount(monthly_tokens, "--monthly-tokens"),
+        baseline_throughput=baseline_throughput,
+        baseline_price=baseline_price,
+        spec_price=baseline_price if spec_price is None else spec_price,
+        speedup=speedup,
+        engineering_cost=parse_amount(engineering_cost, "--engineering-cost"),
+        horizon_months=horizon_months,
+    )
+    try:
+        inputs.check()
+    except ValueError as e:
+        raise ValueError("--" + str(e).replace("_", "-")) from None
+    return inputs

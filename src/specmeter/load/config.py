@@ -11,18 +11,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from specmeter.load.trace import TraceEntry
 from specmeter.metrics.acceptance import K_MAX_LIMIT
-from specmeter.metrics.slo import SLO
-from specmeter.monitoring.adapters import ServerKind
-from specmeter.wire.messages import messages_headers
-from specmeter.workloads.loader import Prompt
+
+if TYPE_CHECKING:  # types only: the CLI reads the defaults at start-up without loading the workload code
+    from specmeter.load.trace import TraceEntry
+    from specmeter.metrics.slo import SLO
+    from specmeter.monitoring.adapters import ServerKind
+    from specmeter.workloads.loader import Prompt
 
 __all__ = [
     "MAX_CLIENT_PROCESSES",
     "MAX_SECONDS",
+    "Api",
     "Arrival",
     "ChunkCounts",
     "Endpoint",
@@ -31,6 +33,8 @@ __all__ = [
     "LoadError",
     "Phase",
     "Role",
+    "in_range",
+    "levels_echo",
 ]
 
 Role = Literal["speculative", "baseline"]
@@ -53,13 +57,21 @@ class LoadConfigError(LoadError, ValueError):
 def _in(
     option: str, value: float | None, low: float, high: float | None = None, open_low: bool = False
 ) -> None:
-    """``value`` is None or a finite number in [low, high] ((low, high] with ``open_low``), else one line."""
+    """``value`` is None or a finite number in [low, high] ((low, high] with ``open_low``), else one line
+    (worded as the CLI's ``check_range``: ``--warmup must be >= 0, got -1``)."""
     if value is None:
         return
     above = value > low if open_low else value >= low
     if not (math.isfinite(value) and above and (high is None or value <= high)):
-        span = f"{'(' if open_low else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
-        raise LoadConfigError(f"{option} must be in {span}, got {value:g}")
+        if high is None:
+            wanted = f"{'>' if open_low else '>='} {low:g}"
+        else:
+            wanted = f"in {'(' if open_low else '['}{low:g}, {high:g}]"
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        raise LoadConfigError(f"{option} must be {wanted}, got {shown}")
+
+
+in_range = _in  # sweep.config checks its own fields with the same wording
 
 
 def _one_of(option: str, value: str, kinds: Any) -> None:
@@ -159,12 +171,51 @@ class LoadConfig:
         _in("--trace-speed", self.trace_speed, 0, open_low=True)
         _in("--stall-timeout", self.stall_timeout, 0, MAX_SECONDS, open_low=True)
         _in("--request-timeout", self.request_timeout, 0, MAX_SECONDS, open_low=True)
-        _in("--client-processes", self.client_processes, 1, MAX_CLIENT_PROCESSES)
+        if not 1 <= self.client_processes <= MAX_CLIENT_PROCESSES:
+            raise LoadConfigError(f"--client-processes must be between 1 and {MAX_CLIENT_PROCESSES}, "
+                                  f"got {self.client_processes}")  # fmt: skip
         _in("--k", self.k, 1, K_MAX_LIMIT)
         _in("--blocks", self.blocks, 1)
         _one_of("--arrival", self.arrival, Arrival)
         _one_of("--chunk-counts", self.chunk_counts, ChunkCounts)
         _one_of("--api", self.api, Api)
+        if self.api == "messages" and any(t > 1.0 for t in (self.temperature, *self.temperatures)):
+            hottest = max((self.temperature, *self.temperatures))
+            raise LoadConfigError(f"--temperature: the Messages API takes 0 to 1, got {hottest:g}")
+
+    def echo(self, *, prompts: str, trace: str | None = None, server: str = "auto") -> dict[str, Any]:
+        """The settings as the result file's ``run.config`` records them; ``prompts``, ``trace`` and
+        ``server`` are what the caller read the golden set, the trace and the server kind from."""
+        rates = any(p.rate is not None for p in self.phases)
+        traced = any(p.trace for p in self.phases)
+        return {
+            "endpoint": self.endpoint,
+            "baseline": self.baseline,
+            "prompts": prompts,
+            **levels_echo(self.phases),
+            "arrival": self.arrival if rates else None,
+            "burstiness": self.burstiness if rates and self.arrival == "gamma" else None,
+            "trace": trace,
+            "trace_speed": self.trace_speed if traced else None,
+            "limit": self.limit,
+            "duration": self.duration,
+            "warmup": self.warmup,
+            "max_tokens": self.max_tokens,
+            "temperature": list(self.temperatures) if self.temperatures else self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "request_seeds": self.request_seeds,
+            "chunk_counts": self.chunk_counts,
+            "api": self.api,
+            "model": self.model,
+            "baseline_model": self.baseline_model,
+            "k": self.k,
+            "server": server,
+            "blocks": self.blocks,
+            "slo": self.slo.text() if self.slo is not None else None,
+            "client_processes": self.client_processes,
+            "extra_body": dict(self.extra_body) or None,
+        }
 
     def temperature_of(self, index: int) -> float:
         """Request ``index``'s temperature: the trace line's, else --temperature's (cycling over a list)."""
@@ -177,5 +228,15 @@ class LoadConfig:
     @property
     def headers(self) -> dict[str, str] | None:
         if self.api == "messages":
+            from specmeter.wire.messages import messages_headers
+
             return messages_headers(self.api_key)
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else None
+
+
+def levels_echo(phases: Sequence[Phase]) -> dict[str, Any]:
+    """The load levels as a result's run config records them (``load`` and ``sweep`` alike)."""
+    return {
+        "concurrency": [p.concurrency for p in phases if p.concurrency is not None] or None,
+        "rate": [p.rate for p in phases if p.rate is not None] or None,
+    }

@@ -11,15 +11,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from specmeter.engine.schedule import KSchedule
-from specmeter.load.config import LoadConfig
-from specmeter.metrics.slo import DEFAULT_ATTAINMENT, SLO
+from specmeter.load.config import MAX_SECONDS, LoadConfig, LoadConfigError, in_range, levels_echo
+from specmeter.metrics.slo import DEFAULT_ATTAINMENT
 
-__all__ = ["BASELINE_NAME", "SearchSettings", "ServerConfig", "SweepConfig", "config_name"]
+if TYPE_CHECKING:
+    from specmeter.engine.schedule import KSchedule
+    from specmeter.metrics.slo import SLO
+
+__all__ = [
+    "APIS",
+    "BASELINE_NAME",
+    "SWEEP_K",
+    "SearchSettings",
+    "ServerConfig",
+    "SweepConfig",
+    "config_name",
+]
 
 BASELINE_NAME = "k=0"
+SWEEP_K = (0, 2, 4)  # --k: the draft lengths launched when none are given (0 = the baseline)
+APIS = ("auto", "completions", "chat")  # --api: a sweep speaks OpenAI's APIs (load's "messages" is not one)
 
 
 def config_name(k: int, schedule: KSchedule | None = None) -> str:
@@ -58,7 +71,7 @@ class SearchSettings:
     low: float
     high: float
     target: float
-    max_steps: int
+    max_steps: int = 6
 
 
 @dataclass
@@ -78,6 +91,56 @@ class SweepConfig:
     search: SearchSettings | None = None
     validate: bool = False  # launch the resulting schedule and ramp across its switch points
     validate_template: str | None = None  # the template for the schedule (default: the speculative one)
+
+    def __post_init__(self) -> None:
+        """The sweep's own settings checked once (``load`` checks itself): ``LoadConfigError`` naming the
+        command-line option."""
+        if self.load.api not in APIS:
+            raise LoadConfigError(f"--api: {self.load.api!r} is not one of {', '.join(APIS)}")
+        in_range("--startup-timeout", self.startup_timeout, 0, MAX_SECONDS, open_low=True)
+        in_range("--stop-timeout", self.stop_grace, 0, MAX_SECONDS, open_low=True)
+        in_range("--target", self.slo_target, 0, 1, open_low=True)
+        if self.search is not None and self.search.max_steps < 2:
+            raise LoadConfigError(f"--max-steps must be >= 2 (both bounds), got {self.search.max_steps}")
+
+    def echo(
+        self, *, prompts: str, endpoints: Sequence[str] | None, max_error_rate: float | None
+    ) -> dict[str, Any]:
+        """The settings as the sweep result's ``run.config`` records them; ``prompts`` and ``endpoints`` are
+        what the caller read them from, ``max_error_rate`` the caller's own bound on failed requests."""
+        load, search = self.load, self.search
+        launched = [c for c in self.speculative if c.template is not None]
+        base = self.baseline
+        return {
+            "launch": launched[0].template if launched else None,
+            "baseline_launch": base.template if base.option == "--baseline-launch" else None,
+            "validate_launch": self.validate_template,
+            "endpoints": list(endpoints) if endpoints else None,
+            "k": [c.k for c in self.configs],
+            "draft": self.draft,
+            "method": self.method,
+            "prompts": prompts,
+            **levels_echo(load.phases),
+            "limit": load.limit,
+            "warmup": load.warmup,
+            "max_tokens": load.max_tokens,
+            "temperature": load.temperature,
+            "top_p": load.top_p,
+            "seed": load.seed,
+            "model": load.model,
+            "api": load.api,
+            "startup_timeout": self.startup_timeout,
+            "client_processes": load.client_processes,
+            "max_error_rate": max_error_rate,
+            "rerun_baseline": self.rerun_baseline,
+            "validate": self.validate,
+            "logs": str(self.logs_dir),
+            "slo": None if self.slo is None else self.slo.text(),
+            "target": self.slo_target,
+            "search": None
+            if search is None
+            else {"kind": search.kind, "low": search.low, "high": search.high, "max_steps": search.max_steps},
+        }
 
     @property
     def baseline(self) -> ServerConfig:
