@@ -36,11 +36,11 @@ from specmeter.monitoring.promtext import metrics_url
 from specmeter.report.files import RequestSink, ResultFile
 from specmeter.sweep.config import ServerConfig, SweepConfig
 from specmeter.sweep.launch import LaunchError, LaunchValues, ServerProcess, free_port, render_template
-from specmeter.sweep.result import build_view, schedule_from_section
+from specmeter.sweep.result import SweepView, build_view, schedule_from_section
 from specmeter.sweep.search import make_search
 from specmeter.sweep.state import END, ConfigRun, SweepAborted, SweepRun, none_completed
 
-__all__ = ["ConfigRun", "SweepAborted", "SweepRun", "execute_sweep"]
+__all__ = ["ConfigRun", "SweepAborted", "SweepRun", "add_view", "execute_sweep"]
 
 LOCALHOST = "127.0.0.1"
 CELL_KEY = ("draft", "k", "concurrency", "rate")  # a cell's candidate entry in the result file
@@ -174,12 +174,7 @@ async def execute_sweep(
     watch: MachineWatch | None = None
 
     def publish() -> None:
-        view = build_view(cfg, state)
-        for entry in view.entries:
-            fields = dict(entry)
-            draft, k, summary, by_category = (fields.pop(f) for f in ("draft", "k", "summary", "by_category"))
-            result.add_candidate(draft, k, summary, by_category, key=CELL_KEY, **fields)
-        result.set_section("sweep", view.section)
+        add_view(result, build_view(cfg, state))
         recorder.save(result.to_dict())
 
     try:
@@ -253,6 +248,16 @@ async def execute_sweep(
         await runner.aclose()
         await http.aclose()
     return result.to_dict(), state
+
+
+def add_view(result: ResultFile, view: SweepView) -> None:
+    """Put a sweep's view into its result file: one candidate entry per cell (replacing earlier ones) and the
+    ``sweep`` section."""
+    for entry in view.entries:
+        fields = dict(entry)
+        draft, k, summary, by_category = (fields.pop(f) for f in ("draft", "k", "summary", "by_category"))
+        result.add_candidate(draft, k, summary, by_category, key=CELL_KEY, **fields)
+    result.set_section("sweep", view.section)
 
 
 def _end_partial(recorder: Any, result: ResultFile, state: SweepRun, say: Callable[[str], None]) -> None:
