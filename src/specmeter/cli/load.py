@@ -117,6 +117,7 @@ def load(
     limit: lo.Limit = None,
     duration: float | None = typer.Option(None, help="Seconds per level and endpoint, instead of --limit."),
     warmup: lo.Warmup = lo.WARMUP,
+    warmup_per_level: lo.WarmupPerLevel = lo.WARMUP_PER_LEVEL,
     max_tokens: lo.MaxTokens = lo.MAX_TOKENS,
     temperature: str = typer.Option(
         "0", help="Sampling temperature sent with every request, or several (0,0.7): request i uses the i-th."
@@ -203,7 +204,8 @@ def load(
         "--request-timeout": request_timeout,
     }
     lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts,
-                    client_processes=client_processes, max_error_rate=max_error_rate)  # fmt: skip
+                    client_processes=client_processes, max_error_rate=max_error_rate,
+                    warmup_per_level=warmup_per_level)  # fmt: skip
     if limit is not None and duration is not None:
         fail("--limit and --duration both bound a level; give one of them")
     from specmeter.metrics.slo import SLO, SLOError
@@ -242,6 +244,7 @@ def load(
             limit=limit,
             duration=duration,
             warmup=warmup,
+            warmup_per_level=warmup_per_level,
             max_tokens=max_tokens,
             temperature=temperatures[0],
             top_p=top_p,
@@ -278,6 +281,7 @@ def load(
         "limit": limit,
         "duration": duration,
         "warmup": warmup,
+        "warmup_per_level": warmup_per_level,
         "max_tokens": max_tokens,
         "temperature": temperatures[0] if len(temperatures) == 1 else temperatures,
         "top_p": top_p,

@@ -26,6 +26,7 @@ __all__ = [
     "STALL_TIMEOUT",
     "TOP_P",
     "WARMUP",
+    "WARMUP_PER_LEVEL",
     "ApiKey",
     "ClientProcesses",
     "CsvOut",
@@ -42,6 +43,7 @@ __all__ = [
     "StallTimeout",
     "TopP",
     "Warmup",
+    "WarmupPerLevel",
     "check_client",
     "check_failures",
     "levels",
@@ -49,6 +51,7 @@ __all__ = [
 ]
 
 WARMUP, MAX_TOKENS, TOP_P, STALL_TIMEOUT, CLIENT_PROCESSES = 2, 128, 1.0, 60.0, 1  # LoadConfig's
+WARMUP_PER_LEVEL: int | None = None  # LoadConfig's: fill each level once
 
 Prompts = Annotated[
     Path, typer.Option("--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl.")
@@ -58,6 +61,14 @@ Limit = Annotated[
     typer.Option("--limit", help="Requests per level and server (default: one pass over the prompts)."),
 ]
 Warmup = Annotated[int, typer.Option("--warmup", help="Warm-up requests per server before measuring.")]
+WarmupPerLevel = Annotated[
+    int | None,
+    typer.Option(
+        "--warmup-per-level",
+        help="Unrecorded warm-up requests at each level's own load just before it, per server (default: "
+        "enough to fill the level once, one per concurrent stream; 0 = none).",
+    ),
+]
 MaxTokens = Annotated[
     int, typer.Option("--max-tokens", help="Output tokens per request (unless the prompt says).")
 ]
@@ -113,6 +124,7 @@ def check_client(
     timeouts: dict[str, float | None],
     client_processes: int = CLIENT_PROCESSES,
     max_error_rate: float | None = None,
+    warmup_per_level: int | None = None,
 ) -> None:
     """The shared options' ranges (and the command's ``timeouts``, by option): one ``error:`` line each,
     before any file is read; ``LoadConfig`` checks the same ranges again for library callers."""
@@ -121,6 +133,7 @@ def check_client(
     check_range("--limit", limit, low=1)
     check_range("--max-tokens", max_tokens, low=1)
     check_range("--warmup", warmup, low=0)
+    check_range("--warmup-per-level", warmup_per_level, low=0)
     check_range("--top-p", top_p, low=0, low_open=True, high=1)
     for name, seconds in timeouts.items():
         check_range(name, seconds, low=0, low_open=True, high=MAX_SECONDS)

@@ -119,6 +119,7 @@ def sweep(
     rate: str | None = typer.Option(None, "--rate", help="Levels: request rates (req/s), e.g. 0.5,1,2."),
     limit: lo.Limit = None,
     warmup: lo.Warmup = lo.WARMUP,
+    warmup_per_level: lo.WarmupPerLevel = lo.WARMUP_PER_LEVEL,
     max_tokens: lo.MaxTokens = lo.MAX_TOKENS,
     temperature: float = typer.Option(0.0, help="Sampling temperature of every request."),
     top_p: lo.TopP = lo.TOP_P,
@@ -185,7 +186,8 @@ def sweep(
     timeouts = {"--startup-timeout": startup_timeout, "--stop-timeout": stop_timeout,
                 "--stall-timeout": stall_timeout, "--request-timeout": request_timeout}  # fmt: skip
     lo.check_client(limit=limit, warmup=warmup, max_tokens=max_tokens, top_p=top_p, timeouts=timeouts,
-                    client_processes=client_processes, max_error_rate=max_error_rate)  # fmt: skip
+                    client_processes=client_processes, max_error_rate=max_error_rate,
+                    warmup_per_level=warmup_per_level)  # fmt: skip
     configs: list[ServerConfig] = []
     try:
         if launch is not None:
@@ -242,6 +244,7 @@ def sweep(
             phases=phases,
             limit=limit,
             warmup=warmup,
+            warmup_per_level=warmup_per_level,
             max_tokens=max_tokens,
             temperature=temperature,
             top_p=top_p,
@@ -283,6 +286,7 @@ def sweep(
         **lo.levels_config(phases),
         "limit": limit,
         "warmup": warmup,
+        "warmup_per_level": warmup_per_level,
         "max_tokens": max_tokens,
         "temperature": temperature,
         "top_p": top_p,

@@ -242,6 +242,9 @@ def _cell(entry: Mapping[str, Any], end_summary: Mapping[str, Any] | None) -> di
         "requests_per_s": load.get("requests_per_s"),
         "output_tokens_per_s": load.get("output_tokens_per_s"),
         "effective_concurrency": load.get("effective_concurrency"),
+        "warmup_requests": load.get("warmup_requests"),
+        "warmup_s": load.get("warmup_s"),
+        "slow_start": load.get("slow_start"),
     }
 
 

@@ -3,9 +3,10 @@ stop it; the baseline first and again last (A … A); results written after ever
 
 Per configuration (``ServerConfig``) the server is launched from its template on a free port
 (``sweep.launch``) or taken at its URL; ``load.readings.resolve`` names its model and kind;
-``LevelRunner.warmup`` sends the unrecorded warm-up; ``LevelRunner.run_level`` runs each level in one block
-with the server's /metrics read around it; then the server is stopped (SIGTERM, then SIGKILL, its whole
-process group). With ``--search`` the capacity search runs on the same server before it is stopped.
+``LevelRunner.warmup`` sends the unrecorded warm-up; ``LevelRunner.run_level`` warms each level at its own
+load and runs it in one block with the server's /metrics read around it; then the server is stopped
+(SIGTERM, then SIGKILL, its whole process group). With ``--search`` the capacity search runs on the same
+server before it is stopped.
 
 Failures keep what was measured. A configuration that cannot start, never becomes healthy, dies during
 a level, or whose requests all failed at every level (e.g. every one answered HTTP 500) is recorded with
