@@ -50,7 +50,7 @@ class SlowStart:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "metric": "latency per output token, the level's first quarter of requests (sent order) / rest",
+            "metric": "latency per output token: the first quarter of the level's requests ÷ the rest",
             "first": self.first,
             "rest": self.rest,
             "first_ms_per_token": self.first_ms_per_token,
