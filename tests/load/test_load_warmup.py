@@ -108,3 +108,24 @@ def test_a_rate_levels_warmup_is_sent_at_the_rate_and_sized_by_the_latency(tmp_p
     assert 1 <= second["load"]["warmup_requests"] <= 6
     assert behaviour.requests == 12 + first["load"]["warmup_requests"] + second["load"]["warmup_requests"]
     assert first["load"]["requests_sent"] == second["load"]["requests_sent"] == 6
+
+
+def test_the_console_says_how_a_level_was_warmed_and_flags_a_slow_start() -> None:
+    from rich.console import Console
+
+    from specmeter.load.view import slow_start_line, warmup_line
+    from specmeter.sweep.view import render_sweep
+
+    assert warmup_line({"warmup_requests": 0}) is None
+    assert warmup_line({"warmup_requests": 1, "warmup_s": 0.3}) == (
+        "warm-up: 1 request at the level's load (0.3 s, not counted)"
+    )
+    assert warmup_line({"warmup_requests": 8, "warmup_s": 1.2, "warmup_failed": 2}).endswith("; 2 failed)")
+    flagged = {"first": 6, "ratio": 1.62, "ci": [1.31, 2.05], "flagged": True}
+    assert slow_start_line({"slow_start": flagged | {"flagged": False}}) is None
+    line = slow_start_line({"slow_start": flagged})
+    assert line is not None and line.startswith("slow start: the first 6 requests took 1.62× [1.31, 2.05]")
+    cell = {"run": "k=0", "level": "c=8", "k": 0, "slow_start": flagged}
+    console = Console(record=True, width=200)
+    render_sweep({"sweep": {"cells": [cell], "levels": ["c=8"]}}, console)
+    assert "k=0 at c=8: slow start: the first 6 requests took 1.62×" in console.export_text()
