@@ -54,19 +54,30 @@ class Behaviour:
     metrics_seq: list[str] = field(default_factory=list)  # served one per scrape; the last one stays
     scrapes: int = 0
     delay: float = 0.0  # seconds before every chunk
+    in_flight: int = 0  # completion requests being answered now
+    arrivals: list[int] = field(default_factory=list)  # per request: in flight on arrival, itself included
 
 
 def fake_openai(b: Behaviour) -> Starlette:
     async def completions(request: Request) -> Response:
         b.requests += 1
         await request.json()
+        b.arrivals.append(b.in_flight + 1)
         if b.mode == "status":
             message = "rate limited, slow down" if b.status == 429 else "engine exploded"
             return JSONResponse(
                 {"error": {"message": message, "type": "x", "param": None, "code": None}},
                 status_code=b.status,
             )
-        return StreamingResponse(_stream(request), media_type="text/event-stream")
+        b.in_flight += 1
+        return StreamingResponse(_counted(request), media_type="text/event-stream")
+
+    async def _counted(request: Request) -> AsyncIterator[bytes]:
+        try:
+            async for part in _stream(request):
+                yield part
+        finally:
+            b.in_flight -= 1
 
     async def _stream(request: Request) -> AsyncIterator[bytes]:
         produced, next_id = 0, 100

@@ -29,8 +29,8 @@ MEASURE_OPTIONS = {
 VLLM_OPTIONS = {f.name for f in dataclasses.fields(VllmOptions)} | {"backend"}
 # The options load and sweep share (cli/load_options.py), with LoadConfig fields of the same name.
 LOAD_OPTIONS = {
-    "limit", "warmup", "max_tokens", "top_p", "model", "api_key", "stall_timeout", "request_timeout",
-    "client_processes", "seed", "api",
+    "limit", "warmup", "warmup_per_level", "max_tokens", "top_p", "model", "api_key", "stall_timeout",
+    "request_timeout", "client_processes", "seed", "api",
 }  # fmt: skip
 # load's own options that are LoadConfig fields of the same name.
 LOAD_ONLY = {

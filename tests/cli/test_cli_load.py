@@ -83,6 +83,10 @@ def test_sweep_writes_the_shared_result_files(urls: tuple[str, str], prompts: Pa
     assert (out / "r.csv").read_text().count("\n") == 1 + 2 * 2 * 3
     assert len((out / "r.jsonl").read_text().splitlines()) == 2 * 2 * 3
     assert "c=1" in result.output and "E_meas" in result.output and "base" in result.output
+    # Each level warmed at its own concurrency, on both servers, said on the console (issue 31).
+    assert [c["load"]["warmup_requests"] for c in data["candidates"]] == [1, 2]
+    assert [c["baseline"]["load"]["warmup_requests"] for c in data["candidates"]] == [1, 2]
+    assert "c=2 spec: warm-up: 2 requests at the level's load" in " ".join(result.output.split())
     # The machine was watched over the levels; the in-process servers are part of the measurement.
     hygiene = data["hygiene"]
     assert hygiene["verdict"] in ("quiet", "busy", "unusable") and hygiene["figures"]["samples"] >= 1
@@ -131,6 +135,9 @@ def test_option_mistakes(urls: tuple[str, str], prompts: Path, tmp_path: Path) -
         "--rate",
     )
     assert_usage_error(invoke("--endpoint", spec, "--prompts", prompts, "--rate", "fast"), "--rate")
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--warmup-per-level", "-1"), "--warmup-per-level"
+    )
     assert_usage_error(
         invoke("--endpoint", spec, "--prompts", prompts, "--concurrency", "0"), "--concurrency"
     )

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from specmeter.cli.app import app
+from sweep_states import stored_sweep
 
 runner = CliRunner()
 SEED = ["--monthly-tokens", "1B", "--baseline-throughput", "1000", "--baseline-price", "4",
@@ -186,3 +187,14 @@ def test_roi_from_whatif_fleet_mistakes_are_one_line(tmp_path: Path, extra: list
     assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output
     alone = runner.invoke(app, ["roi", "--speedup", "2", *SEED, "--baseline-capacity", "2"])
     assert alone.exit_code == 2 and "only with --from-whatif" in alone.output
+
+
+def test_roi_prices_a_stored_sweep_at_the_sweeps_e(tmp_path: Path) -> None:
+    """Issue 28 (3): `roi RUN` on a sweep priced E against the first baseline run, labelled "k=4@k=4"."""
+    store = stored_sweep(tmp_path / "s.sqlite")
+    res = runner.invoke(app, ["roi", "1", "--store", str(store), *SEED], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "ROI at 1.80× (E_meas of k=4 at c=1 in run 1)" in res.output
+    chosen = runner.invoke(app, ["roi", "1", "--store", str(store), "--candidate", "k=4 at c=1", *SEED],
+                           env={"COLUMNS": "200"})  # fmt: skip
+    assert chosen.exit_code == 0 and "ROI at 1.80×" in chosen.output

@@ -170,3 +170,14 @@ def test_bench_fails_early_on_an_unusable_store(tiny: Any, tmp_path: Path) -> No
     junk.write_bytes(b"not sqlite" * 200)
     res = bench(tiny, "--store", str(junk))
     assert res.exit_code == 2 and "--store" in res.output and "not a usable run store" in res.output
+
+
+def test_runs_list_shows_a_stored_sweeps_own_e(tmp_path: Path) -> None:
+    """Issue 28 (3): the best E of a stored sweep is the sweep's (against both baseline runs), not E against
+    the first baseline run."""
+    from sweep_states import stored_sweep
+
+    store = stored_sweep(tmp_path / "s.sqlite")
+    table = runner.invoke(app, ["runs", "list", "--store", str(store)], env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    assert "1.80×" in table.output and "2.00×" not in table.output

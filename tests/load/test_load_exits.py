@@ -142,7 +142,8 @@ def test_ctrl_c_records_requests_in_flight(tmp_path: Path, mode: str) -> None:
     # had received. They are recorded as interrupted now, in the JSON, the CSV and the log.
     behaviour = Behaviour(delay=0.05)  # ~0.25 s per request
     phase = Phase(concurrency=4) if mode == "concurrency" else Phase(rate=40.0)
-    cfg = LoadConfig(endpoint="", prompts=PROMPTS, phases=[phase], limit=40, warmup=0, scrape_metrics=False)
+    cfg = LoadConfig(endpoint="", prompts=PROMPTS, phases=[phase], limit=40, warmup=0, warmup_per_level=0,
+                     scrape_metrics=False)  # fmt: skip
     finished: list[str] = []
     paths = {"json": tmp_path / "r.json", "csv": tmp_path / "r.csv", "log": tmp_path / "r.jsonl"}
 

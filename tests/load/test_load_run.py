@@ -110,6 +110,7 @@ def test_rate_mode_and_final_usage_servers(fake: tuple[Behaviour, str], tmp_path
         arrival="constant",
         limit=6,
         warmup=0,
+        warmup_per_level=0,
         scrape_metrics=False,
     )
     result = _load(cfg, tmp_path)
@@ -216,7 +217,8 @@ def test_duration_mode_alternates_endpoints(tmp_path: Path) -> None:
                          phases=[Phase(concurrency=2)], scrape_metrics=False)  # fmt: skip
         level = _load(cfg, tmp_path)["candidates"][0]
     assert level["load"]["completed"] > 0 and level["baseline"]["load"]["completed"] > 0
-    assert spec_b.requests == level["load"]["requests_sent"]
+    assert spec_b.requests == level["load"]["requests_sent"] + level["load"]["warmup_requests"]
+    assert level["load"]["warmup_requests"] == 2  # the level's own warm-up: one per stream
     # Both sides ran the same cyclic workload, so requests pair by prompt and E_meas exists.
     assert level["summary"]["speedup_measured"] is not None
 

@@ -47,7 +47,12 @@ def test_both_endpoints_get_the_same_arrival_schedule(monkeypatch: pytest.Monkey
     monkeypatch.setattr(loadlevel, "read", fake_read)
     prompts = [Prompt(str(i), "c", f"p{i}", None, None, i) for i in range(40)]
     cfg = LoadConfig(
-        endpoint="http://x", prompts=prompts, baseline="http://y", arrival="gamma", burstiness=0.3
+        endpoint="http://x",
+        prompts=prompts,
+        baseline="http://y",
+        arrival="gamma",
+        burstiness=0.3,
+        warmup_per_level=0,  # the level's blocks alone: a warm-up is sent with even gaps of its own
     )
     endpoints = [Endpoint("speculative", "http://x", None), Endpoint("baseline", "http://y", None)]
     phase = Phase(rate=5.0)

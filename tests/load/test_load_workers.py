@@ -29,7 +29,9 @@ def test_worker_processes_give_the_same_records(tmp_path: Path, phase: Phase) ->
             execute_load(cfg, config={}, json_out=tmp_path / "r.json", log_out=tmp_path / "r.jsonl")
         )
     level = result["candidates"][0]
-    assert behaviour.requests == 13  # warm-up included: every request reached the server once
+    # Warm-ups included (once per server, and the level's own): every request reached the server once.
+    assert behaviour.requests == 13 + level["load"]["warmup_requests"]
+    assert level["load"]["warmup_requests"] >= 1 and level["load"]["warmup_failed"] == 0
     assert level["load"]["completed"] == 12 and level["load"]["failed"] == 0
     # Tokens per chunk and totals come back from the workers exactly as in-process.
     assert level["summary"]["emitted_tokens"] == 12 * sum(behaviour.chunks)

@@ -92,7 +92,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             load_json = out / "load.json"
             run_cli(
                 "load", "--endpoint", url, "--prompts", prompt_slice(LEGAL, out / "legal.jsonl", REQUESTS),
-                "--concurrency", 2, "--warmup", 0, "--max-tokens", MAX_TOKENS, "--json", load_json,
+                "--concurrency", 2, "--warmup", 0, "--warmup-per-level", 0, "--max-tokens", MAX_TOKENS,
+                "--json", load_json,
                 "--log", out / "load.jsonl",
             )  # fmt: skip
             done = time.time()

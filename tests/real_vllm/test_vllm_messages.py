@@ -45,7 +45,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         prompts = legal_slice(out / "legal.jsonl", REQUESTS)
         specmeter(
             "load", "--endpoint", url, "--api", "messages", "--prompts", prompts, "--concurrency", 2,
-            "--warmup", 0, "--max-tokens", MAX_TOKENS, "--json", out / "load.json", "--csv", out / "load.csv",
+            "--warmup", 0, "--warmup-per-level", 0, "--max-tokens", MAX_TOKENS, "--json", out / "load.json",
+            "--csv", out / "load.csv",
         )  # fmt: skip
         after = scrape(url)
     with open(out / "load.csv", newline="") as fh:

@@ -349,7 +349,7 @@ def test_load_messages_against_serve_equals_its_counters(served: dict[str, Any],
     url = served["spec"]
     before = _counters(url)
     cfg = LoadConfig(endpoint=url, prompts=PROMPTS, api="messages", max_tokens=16, warmup=0, api_key="unused",
-                     phases=[Phase(concurrency=2)])  # fmt: skip
+                     phases=[Phase(concurrency=2)], warmup_per_level=0)  # fmt: skip
     result = asyncio.run(execute_load(cfg, config={"api": "messages"}, csv_out=tmp_path / "r.csv"))
     after = _counters(url)
     (level,) = result["candidates"]

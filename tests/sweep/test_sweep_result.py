@@ -6,15 +6,13 @@ from __future__ import annotations
 import pytest
 
 from specmeter.engine.schedule import KSchedule
-from specmeter.load.client import RequestOutcome
-from specmeter.load.config import Endpoint, LoadConfig, Phase, Role
-from specmeter.load.level import RoleResult
-from specmeter.metrics.records import RequestRecord
+from specmeter.load.config import LoadConfig, Phase
 from specmeter.sweep.config import ServerConfig, SweepConfig
 from specmeter.sweep.result import below_best_static, build_view, interpolated_static
 from specmeter.sweep.state import ConfigRun, SweepRun
 from specmeter.workloads import load_workload
 from specmeter.workloads.bundled import bundled_prompts
+from sweep_states import BASE, drifted_sweep, role
 
 
 def test_a_schedule_collapses_only_when_its_whole_interval_is_below_the_best_static_k() -> None:
@@ -50,25 +48,14 @@ def test_the_best_static_k_between_two_grid_levels_is_interpolated_per_k() -> No
     assert below_best_static([0.7, 0.9], at5) is True
 
 
-def _role(latencies: list[float], role: Role = "speculative") -> RoleResult:
-    outcomes = [
-        RequestOutcome(RequestRecord(f"p{i}", "c", 5, 8, s, s / 4, 0.0), started_at=0.0, ended_at=s)
-        for i, s in enumerate(latencies)
-    ]
-    return RoleResult(Endpoint(role, "http://127.0.0.1:1", None, model="m"), outcomes, wall_s=max(latencies))
-
-
 def _run(sc: ServerConfig, name: str, e: dict[int, float]) -> ConfigRun:
     """A configuration's run whose E against the baseline's latencies is ``e`` per concurrency."""
     run = ConfigRun(sc, name, status="ok")
     for c, speedup in e.items():
         phase = Phase(concurrency=c)
         run.phases.append(phase)
-        run.levels[phase.label] = _role([BASE[i] / speedup * (1 + 0.04 * (i % 4)) for i in range(16)])
+        run.levels[phase.label] = role([BASE[i] / speedup * (1 + 0.04 * (i % 4)) for i in range(16)])
     return run
-
-
-BASE = [1.0 + 0.1 * (i % 5) for i in range(16)]
 
 
 def test_validate_flags_a_collapse_at_a_switch_point_between_grid_levels() -> None:
@@ -84,7 +71,7 @@ def test_validate_flags_a_collapse_at_a_switch_point_between_grid_levels() -> No
     for c in (4, 5, 8):
         for run in (base, end) if c != 5 else (end,):  # the last baseline run covers the ramp
             run.phases.append(Phase(concurrency=c))
-            run.levels[f"c={c}"] = _role(BASE, "baseline")
+            run.levels[f"c={c}"] = role(BASE, "baseline")
     static = _run(spec_sc, "k=4", {4: 1.6, 8: 1.2})
     # The schedule holds up at the grid level c=4 but falls to 0.8x at c=5, where k is still 4.
     ran = _run(ServerConfig(4, template="t {port}", schedule=schedule), "schedule", {4: 1.55, 5: 0.8})
@@ -102,3 +89,29 @@ def test_validate_flags_a_collapse_at_a_switch_point_between_grid_levels() -> No
     assert at5["e_ci"][1] < at5["best_static_e_ci"][0]
     assert at5["below_best_static"] is True
     assert validate["collapse"] == ["c=5"]
+
+
+def test_decode_only_e_is_against_both_baseline_runs_like_e() -> None:
+    """Issue 28 (2): e_decode was the first-baseline figure; it is the geometric mean of both, as E."""
+    cfg, state = drifted_sweep()
+    (cell,) = [c for c in build_view(cfg, state).section["cells"] if c["run"] == "k=4"]
+    assert cell["e_first"] == pytest.approx(2.0) and cell["e_end"] == pytest.approx(1.62)
+    assert cell["e"] == pytest.approx(1.8)
+    # Decode time is latency − TTFT = 3/4 of the latency here, so decode-only E has the same figures.
+    assert cell["e_decode"] == pytest.approx(1.8)
+    assert cell["e_decode_first"] == pytest.approx(2.0) and cell["e_decode_end"] == pytest.approx(1.62)
+
+
+def test_a_cells_stored_entry_carries_the_sweeps_e() -> None:
+    """Issue 28 (3): the candidate entries (what the store, `runs list`, `report` and `roi RUN` read) carry
+    the sweep's E, decode-only E and interval, per group too — not E against the first baseline run."""
+    cfg, state = drifted_sweep()
+    view = build_view(cfg, state)
+    (cell,) = [c for c in view.section["cells"] if c["run"] == "k=4"]
+    (entry,) = [e for e in view.entries if e["run"] == "k=4"]
+    s = entry["summary"]
+    assert s["speedup_measured"] == pytest.approx(cell["e"]) == pytest.approx(1.8)
+    assert s["speedup_measured_ci"] == pytest.approx(cell["e_ci"])
+    assert s["speedup_measured_decode"] == pytest.approx(1.8)
+    for groups in (entry["by_category"], entry["by_input_length"], entry["by_temperature"]):
+        assert [g["speedup_measured"] for g in groups.values()] == pytest.approx([1.8])

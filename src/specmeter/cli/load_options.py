@@ -31,6 +31,10 @@ TAIL: tuple[Shared, ...] = (
            help="Requests per level and server (default: one pass over the prompts).", default=_C.limit),
     option("warmup", int, "--warmup", help="Warm-up requests per server before measuring.",
            default=_C.warmup),
+    option("warmup_per_level", int | None, "--warmup-per-level",
+           help="Unrecorded warm-up requests at each level's own load just before it, per server (default: "
+           "enough to fill the level once, one per concurrent stream; 0 = none).",
+           default=_C.warmup_per_level),
     option("max_tokens", int, "--max-tokens", help="Output tokens per request (unless the prompt says).",
            default=_C.max_tokens),
     option("top_p", float, "--top-p", help="Nucleus sampling sent with every request.", default=_C.top_p),
@@ -60,8 +64,8 @@ TAIL: tuple[Shared, ...] = (
 
 # The shared options that are LoadConfig fields of the same name.
 _CONFIG_FIELDS = (
-    "limit", "warmup", "max_tokens", "top_p", "model", "api_key", "stall_timeout", "request_timeout",
-    "client_processes",
+    "limit", "warmup", "warmup_per_level", "max_tokens", "top_p", "model", "api_key", "stall_timeout",
+    "request_timeout", "client_processes",
 )  # fmt: skip
 
 

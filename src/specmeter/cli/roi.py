@@ -42,16 +42,29 @@ def _amount(text: str, option: str) -> float:
     return parse_option(lambda t: parse_amount(t, option), text, ValueError)
 
 
-def pick_candidate(result: Mapping[str, Any], wanted: str | None) -> tuple[str, float]:
-    """(label, E_meas) of the named candidate (``draft`` or ``draft@k``), else the best measured one."""
+def candidate_label(c: Mapping[str, Any]) -> str:
+    """A candidate's name: ``draft@k=4`` (bench), a sweep's cell ``k=4 at c=8`` (its configuration and level),
+    a load level ``model @ url@k=4 at c=8``."""
+    from specmeter.load.config import Phase
     from specmeter.metrics.records import run_label
+
+    name = str(c["run"]) if "run" in c else run_label(str(c.get("draft")), int(c.get("k") or 0))
+    if not any(key in c for key in ("concurrency", "rate", "trace")):
+        return name
+    level = Phase(concurrency=c.get("concurrency"), rate=c.get("rate"), trace=bool(c.get("trace")))
+    return f"{name} at {level.label}"
+
+
+def pick_candidate(result: Mapping[str, Any], wanted: str | None) -> tuple[str, float]:
+    """(label, E_meas) of the named candidate (``draft``, ``draft@k`` or its label), else the best measured
+    one. A sweep's entries carry the sweep's E (against both baseline runs, ``sweep.result.against_both``)."""
     from specmeter.report.fmt import as_float
 
     measured = []
     for c in result.get("candidates") or []:
         e = as_float((c.get("summary") or {}).get("speedup_measured")) if isinstance(c, Mapping) else None
         if e is not None:
-            measured.append((run_label(str(c.get("draft")), int(c.get("k") or 0)), str(c.get("draft")), e))
+            measured.append((candidate_label(c), str(c.get("draft")), e))
     if not measured:
         fail("the run has no measured speedup (no baseline or no candidate finished); pass --speedup")
     if wanted is None:

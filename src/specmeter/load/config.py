@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # types only: the CLI reads the defaults at start-up without 
 __all__ = [
     "MAX_CLIENT_PROCESSES",
     "MAX_SECONDS",
+    "WARMUP_UNKNOWN_LATENCY",
     "Api",
     "Arrival",
     "ChunkCounts",
@@ -42,6 +43,7 @@ Arrival = Literal["poisson", "constant", "gamma"]
 ChunkCounts = Literal["auto", "usage", "token_ids", "timings", "none"]
 Api = Literal["auto", "completions", "chat", "messages"]
 
+WARMUP_UNKNOWN_LATENCY = 4  # a rate level's warm-up when no request of the endpoint has completed yet
 MAX_CLIENT_PROCESSES = 64  # --client-processes: worker processes reading the streams (loadworkers)
 MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
 
@@ -125,7 +127,8 @@ class LoadConfig:
     temperatures: Sequence[float] = ()  # several: request i uses temperatures[i % n] (else `temperature`)
     limit: int | None = None  # requests per phase and endpoint (default: one pass over the prompts)
     duration: float | None = None  # seconds per phase and endpoint, instead of a request count
-    warmup: int = 2
+    warmup: int = 2  # unrecorded requests per endpoint (server), once, before the first level
+    warmup_per_level: int | None = None  # unrecorded requests before each level; None: fill it once
     max_tokens: int = 128
     temperature: float = 0.0
     top_p: float = 1.0
@@ -163,6 +166,7 @@ class LoadConfig:
         _in("--limit", self.limit, 1)
         _in("--duration", self.duration, 0, MAX_SECONDS, open_low=True)
         _in("--warmup", self.warmup, 0)
+        _in("--warmup-per-level", self.warmup_per_level, 0)
         _in("--max-tokens", self.max_tokens, 1)
         for t in (self.temperature, *self.temperatures):
             _in("--temperature", t, 0, 2)
@@ -200,6 +204,7 @@ class LoadConfig:
             "limit": self.limit,
             "duration": self.duration,
             "warmup": self.warmup,
+            "warmup_per_level": self.warmup_per_level,
             "max_tokens": self.max_tokens,
             "temperature": list(self.temperatures) if self.temperatures else self.temperature,
             "top_p": self.top_p,
@@ -216,6 +221,47 @@ class LoadConfig:
             "client_processes": self.client_processes,
             "extra_body": dict(self.extra_body) or None,
         }
+
+    def level_size(self) -> int | None:
+        """Requests per level and endpoint; None when a level is bounded by ``--duration``."""
+        if self.duration is not None:
+            return None
+        return self.limit or len(self.trace if self.trace is not None else self.prompts)
+
+    def offered_rate(self, phase: Phase) -> float | None:
+        """An open-loop level's requests per second: ``--rate``, or a trace's mean rate (× ``--trace-speed``);
+        None for a concurrency level or a trace whose requests all start at once."""
+        if phase.rate is not None:
+            return phase.rate
+        if phase.trace and self.trace is not None and len(self.trace) > 1:
+            span = max(e.t for e in self.trace) - min(e.t for e in self.trace)
+            return (len(self.trace) - 1) / span * self.trace_speed if span > 0 else None
+        return None
+
+    def level_warmup(self, phase: Phase, latency_s: float | None = None) -> int:
+        """Unrecorded warm-up requests sent to an endpoint at ``phase``'s load just before the level
+        (docs/serving.md, "Warm-up per level").
+
+        ``--warmup-per-level N`` when given (0: none), as given. By default enough to fill the level once:
+        at a concurrency, one request per concurrent stream; at a rate (a trace: its mean rate), rate × the
+        endpoint's latency ``latency_s`` rounded up — the requests in flight once the level is steady
+        (Little's law), ``latency_s`` being the median of the endpoint's latest completed requests —, at least
+        1, and :data:`WARMUP_UNKNOWN_LATENCY` while none has completed. Never more than the level itself
+        sends: its request count, or with ``--duration`` rate × duration.
+        """
+        if self.warmup_per_level is not None:
+            return self.warmup_per_level
+        rate = self.offered_rate(phase)
+        cap = self.level_size()
+        if cap is None and rate is not None and self.duration is not None:
+            cap = max(1, math.ceil(rate * self.duration))
+        if phase.concurrency is not None:
+            n = phase.concurrency
+        elif rate is not None and latency_s is not None:
+            n = max(1, math.ceil(rate * latency_s))
+        else:
+            n = WARMUP_UNKNOWN_LATENCY
+        return n if cap is None else min(n, cap)
 
     def temperature_of(self, index: int) -> float:
         """Request ``index``'s temperature: the trace line's, else --temperature's (cycling over a list)."""

@@ -6,6 +6,10 @@ over server configurations repeats. ``run_phase`` runs one level against the spe
 baseline: the work is cut into blocks that alternate between the endpoints (A B, B A, A B, …) so that drift
 of the machines — thermal, other tenants — hits both alike, which is what makes E_meas per level honest.
 
+Before a level is measured, each endpoint is warmed at that level's own load (``LevelRunner.warm_level``,
+sized by ``LoadConfig.level_warmup``): the first batch of that size a server meets costs more, and it must
+fall outside the measurement. Warm-up requests are counted apart and never recorded.
+
 Around every block the endpoint's ``/metrics`` is read (``load.readings``); per-request reports (vLLM's
 ``metrics.speculative_decoding``, llama.cpp's ``timings``) arrive with the outcomes. Outcomes are appended
 to the level's result and handed to a callback the moment each request ends, so an interrupted run keeps
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter, process_time
@@ -48,6 +53,9 @@ class RoleResult:
     wall_s: float = 0.0
     readings: ServerReadings = field(default_factory=ServerReadings)
     client_cpu_s: float = 0.0  # the client's CPU time (workers included) during the level's blocks
+    warmup_requests: int = 0  # unrecorded requests sent at the level's load just before it (warm_level)
+    warmup_failed: int = 0  # of which failed
+    warmup_s: float = 0.0  # their wall time, outside ``wall_s``
 
     def metrics_acceptance(self, k: int | None) -> ServerAcceptance | None:
         return self.readings.acceptance(self.endpoint, k)
@@ -69,6 +77,7 @@ class LevelRunner:
     def __init__(self, config: LoadConfig, client: httpx.AsyncClient) -> None:
         self.cfg = config
         self.client = client  # scrapes; streams go through their own sharded pools
+        self._latency: dict[str, float] = {}  # by endpoint URL: its latest median latency, s (_note_latency)
         headers, stall, total = config.headers, config.stall_timeout, config.request_timeout
         state_type = MessagesStream if config.api == "messages" else StreamState
         # One process reads every stream, or N worker processes stamp on their own loops (loadworkers).
@@ -92,13 +101,52 @@ class LevelRunner:
         await self.streams.aclose()
 
     async def warmup(self, ep: Endpoint) -> None:
-        """A few unrecorded requests: first requests pay for allocation and caches."""
+        """A few unrecorded requests once per server: first requests pay for allocation and caches."""
+        self._latency.pop(ep.url, None)  # a new server (a sweep's next configuration may reuse the port)
         if self.cfg.warmup > 0:
+            outcomes: list[RequestOutcome] = []
             await closed_loop(
                 lambda index, slot: self.streams.send(build_request(self.cfg, ep, index), slot),
                 iter(range(self.cfg.warmup)),
                 min(self.cfg.warmup, WARMUP_CONCURRENCY),
+                on_outcome=outcomes.append,
             )
+            self._note_latency(ep, outcomes)
+
+    async def warm_level(self, phase: Phase, ep: Endpoint, into: RoleResult) -> None:
+        """Unrecorded requests at the level's own load just before it (``LoadConfig.level_warmup`` of them),
+        so the first batch of that size the server sees falls outside the measurement: a concurrency level
+        sends them through its own N slots at once (closed loop), an open-loop level at its rate with even
+        gaps. Counted in ``into`` (``warmup_requests``, ``warmup_failed``, ``warmup_s``), never recorded: no
+        outcome reaches the level's records, files or summaries."""
+        count = self.cfg.level_warmup(phase, self._latency.get(ep.url))
+        if count <= 0:
+            return
+        outcomes: list[RequestOutcome] = []
+
+        async def send(index: int, slot: int) -> RequestOutcome:
+            return await self.streams.send(build_request(self.cfg, ep, index), slot)
+
+        t0 = perf_counter()
+        try:
+            if phase.concurrency is not None:
+                await closed_loop(send, iter(range(count)), phase.concurrency, None, outcomes.append)
+            else:
+                rate = self.cfg.offered_rate(phase)
+                gaps = itertools.repeat(1.0 / rate if rate else 0.0)
+                await open_loop(send, iter(range(count)), gaps, None, outcomes.append)
+        finally:
+            into.warmup_requests += len(outcomes)
+            into.warmup_failed += sum(1 for o in outcomes if not o.ok)
+            into.warmup_s += perf_counter() - t0
+        self._note_latency(ep, outcomes)
+
+    def _note_latency(self, ep: Endpoint, outcomes: Sequence[RequestOutcome]) -> None:
+        """The endpoint's latest latency (the median of these completed requests): sizes a rate level's
+        warm-up (``LoadConfig.level_warmup``)."""
+        done = [o.record.latency_s for o in outcomes if o.ok]
+        if done:
+            self._latency[ep.url] = statistics.median(done)
 
     async def block(
         self,
@@ -162,18 +210,15 @@ class LevelRunner:
             return None, perf_counter() + (self.cfg.duration or 0.0) / blocks
         return iter(range(b * total // blocks, (b + 1) * total // blocks)), None
 
-    def _level_size(self) -> int | None:
-        """Requests per level and endpoint; None when the level is bounded by ``--duration``."""
-        if self.cfg.duration is not None:
-            return None
-        return self.cfg.limit or len(self.cfg.trace if self.cfg.trace is not None else self.cfg.prompts)
-
     async def run_level(self, phase: Phase, ep: Endpoint, on_request: OnRequest | None = None) -> RoleResult:
-        """One level against one endpoint, in one block: its records and the server's readings."""
+        """One level against one endpoint, warmed at its load (``warm_level``), in one block: its records and
+        the server's readings."""
         into = RoleResult(ep)
         self.streams.prepare(phase.concurrency or OPEN_LOOP_SLOTS)
-        work, deadline = self._work(self._level_size(), 0, 1)
+        await self.warm_level(phase, ep, into)
+        work, deadline = self._work(self.cfg.level_size(), 0, 1)
         await self.block(phase, ep, work or itertools.count(), deadline, into, on_request)
+        self._note_latency(ep, into.outcomes)
         return into
 
     def blocks(self, phase: Phase, endpoints: int, requests: int | None) -> int:
@@ -192,9 +237,11 @@ class LevelRunner:
         """Run one level into ``result`` (registered by the caller first, so partial work is kept), the
         endpoints alternating block by block."""
         phase = result.phase
-        total = self._level_size()
+        total = self.cfg.level_size()
         blocks = self.blocks(phase, len(endpoints), total)
         self.streams.prepare(phase.concurrency or OPEN_LOOP_SLOTS)
+        for ep in endpoints:  # each endpoint warmed at the level's load before either is measured
+            await self.warm_level(phase, ep, result.roles[ep.role])
         cursors = {ep.role: itertools.count() for ep in endpoints}  # --duration: each side's own sequence
         for b in range(blocks):
             order = endpoints if b % 2 == 0 else list(reversed(endpoints))
@@ -209,6 +256,8 @@ class LevelRunner:
                     on_request,
                     schedule=b,
                 )
+        for ep in endpoints:
+            self._note_latency(ep, result.roles[ep.role].outcomes)
 
 
 def new_phase(phase: Phase, endpoints: Sequence[Endpoint]) -> PhaseResult:

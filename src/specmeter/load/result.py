@@ -28,6 +28,7 @@ from specmeter.load.client import RequestOutcome
 from specmeter.load.level import PhaseResult, RoleResult
 from specmeter.metrics.records import ModelInfo, RunRecord
 from specmeter.metrics.slo import SLO, evaluate
+from specmeter.metrics.slow_start import slow_start
 from specmeter.metrics.summary import MODEL_FILE_KEYS, danger_zone, summarize, summarize_by_category
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.monitoring.adapters import unavailable_metrics
@@ -135,7 +136,20 @@ def _load_block(role: RoleResult) -> dict[str, Any]:
         "requests_per_s": len(ok) / role.wall_s if role.wall_s > 0 else None,
         "token_sources": dict(Counter(o.token_source for o in ok)),
         "malformed_lines": sum(o.malformed_lines for o in outcomes),
+        # The level's own warm-up (LevelRunner.warm_level), at its load just before it: never counted above.
+        "warmup_requests": role.warmup_requests,
+        "warmup_failed": role.warmup_failed,
+        "warmup_s": role.warmup_s,
+        "slow_start": _slow_start(role),
     }
+
+
+def _slow_start(role: RoleResult) -> dict[str, Any] | None:
+    """Whether the level's first quarter of requests (in send order) was markedly slower than the rest
+    (``metrics.slow_start``): a cold start the warm-up did not absorb."""
+    sent = sorted((o for o in role.outcomes if o.ok), key=lambda o: o.started_at)
+    figure = slow_start([o.record for o in sent])
+    return None if figure is None else figure.to_dict()
 
 
 def _counters_cover_requests(counters: ServerAcceptance, requests: ServerAcceptance) -> bool:

@@ -19,7 +19,7 @@ from rich.text import Text
 from specmeter.report.fmt import DASH, as_float, dig, fmt_num, fmt_speedup, with_ci
 from specmeter.report.view import framed_by_hygiene
 
-__all__ = ["queue_line", "render_load", "slo_line", "stop_paying_level"]
+__all__ = ["queue_line", "render_load", "slo_line", "slow_start_line", "stop_paying_level", "warmup_line"]
 
 
 def _level(entry: Mapping[str, Any]) -> str:
@@ -107,6 +107,34 @@ def queue_line(load: Any) -> str | None:
     held = as_float(dig(load, "effective_concurrency"))
     line = f"server queue over {block.get('samples', 0)} samples{every}: " + ", ".join(parts)
     return line + (f" · client held {held:.2f}" if held is not None else "")
+
+
+def warmup_line(load: Any) -> str | None:
+    """``warm-up: 8 requests at the level's load (1.2 s, not counted)`` from a role's ``load`` block; None
+    when the level had no warm-up of its own."""
+    n = dig(load, "warmup_requests")
+    if not isinstance(n, int) or n <= 0:
+        return None
+    failed = dig(load, "warmup_failed") or 0
+    seconds = as_float(dig(load, "warmup_s"))
+    took = f"{seconds:.1f} s, " if seconds is not None else ""
+    return f"warm-up: {n} request{'s' if n != 1 else ''} at the level's load ({took}not counted" + (
+        f"; {failed} failed)" if failed else ")"
+    )
+
+
+def slow_start_line(load: Any) -> str | None:
+    """``slow start: the first 6 requests took 1.62× [1.31, 2.05] the time per token of the rest`` for a
+    flagged role (``metrics.slow_start``); None otherwise."""
+    block = dig(load, "slow_start")
+    if not isinstance(block, Mapping) or not block.get("flagged"):
+        return None
+    ci = block.get("ci") or [None, None]
+    return (
+        f"slow start: the first {block.get('first')} requests took {fmt_num(block.get('ratio'))}× "
+        f"[{fmt_num(ci[0])}, {fmt_num(ci[1])}] the time per token of the rest — a cold start inside the "
+        "level (more warm-up: --warmup-per-level)"
+    )
 
 
 def slo_line(block: Mapping[str, Any]) -> str:
@@ -213,9 +241,8 @@ def render_load(result: Mapping[str, Any], console: Console) -> None:
                 "were spread over the chunks from the final usage (per-token gaps approximate)"
             )
         for run, load in (("spec", entry.get("load")), ("base", dig(entry, "baseline", "load"))):
-            queue = queue_line(load)
-            if queue is not None:
-                notes.append(f"{level} {run}: {queue}")
+            said = (queue_line(load), warmup_line(load), slow_start_line(load))
+            notes += [f"{level} {run}: {note}" for note in said if note is not None]
         for run, block in (
             ("spec", dig(entry, "load", "slo")),
             ("base", dig(entry, "baseline", "load", "slo")),

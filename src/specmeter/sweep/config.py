@@ -123,6 +123,7 @@ class SweepConfig:
             **levels_echo(load.phases),
             "limit": load.limit,
             "warmup": load.warmup,
+            "warmup_per_level": load.warmup_per_level,
             "max_tokens": load.max_tokens,
             "temperature": load.temperature,
             "top_p": load.top_p,

@@ -7,7 +7,9 @@ percentiles and stalls are exactly those of ``load``. The sweep adds:
 
 - **Drift (A … A).** The baseline runs first and again last. Each cell's E is computed against both runs;
   the cell's E is their geometric mean and its interval the union of the two paired intervals, so a
-  machine that drifted between the runs widens the interval instead of biasing the figure. The drift
+  machine that drifted between the runs widens the interval instead of biasing the figure; decode-only E
+  likewise, and the cell's full entry (summary and groups) carries the same figures (``against_both``).
+  The drift
   itself, per level, is the first run's time over the last run's on the same requests
   (E of "k=0 (end)" against "k=0"), with its paired interval: 1 = no drift.
 - **Counters per cell.** The server's /metrics counter deltas around the cell (drafted, accepted) beside the
@@ -38,12 +40,14 @@ from specmeter.engine.schedule import KSchedule, ScheduleError
 from specmeter.load.config import Phase
 from specmeter.load.level import PhaseResult, RoleResult
 from specmeter.load.result import level_entry
+from specmeter.metrics.summary import danger_zone
 from specmeter.sweep.config import BASELINE_NAME, SweepConfig
 from specmeter.sweep.search import capacity_section, level_slo
 from specmeter.sweep.state import END, ConfigRun, SweepRun, none_completed
 
 __all__ = [
     "SweepView",
+    "against_both",
     "below_best_static",
     "build_view",
     "combine_drift",
@@ -78,6 +82,36 @@ def combine_drift(
     if not first_ci or not end_ci:
         return figure, None
     return figure, [min(first_ci[0], end_ci[0]), max(first_ci[1], end_ci[1])]
+
+
+_GROUPS = ("by_category", "by_input_length", "by_temperature")
+
+
+def _combine_summary(summary: dict[str, Any], end: Mapping[str, Any]) -> None:
+    """``summary`` (against the first baseline run) made the sweep's: E, its interval and decode-only E
+    against both runs (:func:`combine_drift`), the danger-zone verdict recomputed with that E."""
+    e, ci = combine_drift(
+        _num(summary.get("speedup_measured")), summary.get("speedup_measured_ci"),
+        _num(end.get("speedup_measured")), end.get("speedup_measured_ci"),
+    )  # fmt: skip
+    decode, _ = combine_drift(
+        _num(summary.get("speedup_measured_decode")), None, _num(end.get("speedup_measured_decode")), None
+    )
+    summary.update(speedup_measured=e, speedup_measured_ci=ci, speedup_measured_decode=decode)
+    summary["danger_zone"], summary["danger_reasons"] = danger_zone(summary)
+
+
+def against_both(entry: dict[str, Any], end_entry: Mapping[str, Any]) -> None:
+    """A cell's full entry, computed against the first baseline run, turned into the sweep's: its summary and
+    every group's (category, input length, temperature) carry E against both runs (docs/metrics.md, "E_meas
+    in a sweep"), so a stored sweep, ``runs list``, ``report`` and ``roi RUN`` read the figure the sweep
+    prints. The cell keeps the one-sided figures (``e_first``, ``e_end``)."""
+    _combine_summary(entry["summary"], end_entry["summary"])
+    for key in _GROUPS:
+        ends = end_entry.get(key) or {}
+        for group, part in (entry.get(key) or {}).items():
+            if group in ends:
+                _combine_summary(part, ends[group])
 
 
 def _pct(summary: Mapping[str, Any], key: str) -> dict[str, float | None] | None:
@@ -163,12 +197,19 @@ def _requests(state: SweepRun) -> dict[str, Any]:
     }
 
 
-def _cell(entry: Mapping[str, Any], e_end: tuple[float | None, list[float] | None] | None) -> dict[str, Any]:
+def _cell(entry: Mapping[str, Any], end_summary: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The cell of one entry (E against the first baseline run in its summary) and ``end_summary``, the same
+    requests against the last baseline run: E and decode-only E are both the geometric mean of the two."""
     s = entry["summary"]
     load = entry["load"]
+    end_s: Mapping[str, Any] = end_summary or {}
     first, first_ci = _num(s.get("speedup_measured")), s.get("speedup_measured_ci")
-    end, end_ci = e_end if e_end is not None else (None, None)
+    end, end_ci = _num(end_s.get("speedup_measured")), end_s.get("speedup_measured_ci")
     e, e_ci = combine_drift(first, first_ci, end, end_ci)
+    decode_first, decode_end = (
+        _num(s.get("speedup_measured_decode")),
+        _num(end_s.get("speedup_measured_decode")),
+    )
     per_position = s.get("per_position") or []
     return {
         "run": entry["run"],
@@ -183,7 +224,9 @@ def _cell(entry: Mapping[str, Any], e_end: tuple[float | None, list[float] | Non
         "e_first_ci": first_ci,
         "e_end": end,
         "e_end_ci": end_ci,
-        "e_decode": _num(s.get("speedup_measured_decode")),
+        "e_decode": combine_drift(decode_first, None, decode_end, None)[0],
+        "e_decode_first": decode_first,
+        "e_decode_end": decode_end,
         "alpha": _num(s.get("acceptance_rate")),
         "tau": _num(s.get("acceptance_length")),
         "per_position": [_num(p.get("cumulative")) for p in per_position if isinstance(p, Mapping)],
@@ -199,6 +242,9 @@ def _cell(entry: Mapping[str, Any], e_end: tuple[float | None, list[float] | Non
         "requests_per_s": load.get("requests_per_s"),
         "output_tokens_per_s": load.get("output_tokens_per_s"),
         "effective_concurrency": load.get("effective_concurrency"),
+        "warmup_requests": load.get("warmup_requests"),
+        "warmup_s": load.get("warmup_s"),
+        "slow_start": load.get("slow_start"),
     }
 
 
@@ -298,11 +344,12 @@ def build_view(cfg: SweepConfig, state: SweepRun) -> SweepView:
             first = base.levels.get(label) if base is not None and run is not base else None
             entry = _entry(run, label, first, cfg)
             entries.append(entry)
-            e_end = None
+            end_entry = None
             if end is not None and label in end.levels and not run.config.baseline:
-                s = _entry(run, label, end.levels[label], cfg)["summary"]
-                e_end = (_num(s.get("speedup_measured")), s.get("speedup_measured_ci"))
-            cell = _cell(entry, e_end)
+                end_entry = _entry(run, label, end.levels[label], cfg)
+            cell = _cell(entry, None if end_entry is None else end_entry["summary"])
+            if end_entry is not None:
+                against_both(entry, end_entry)
             cell["error"] = _level_error(run, label)
             if cell["error"] is not None:  # nothing measured: no E, whatever a baseline run says
                 cell["e"] = cell["e_ci"] = None

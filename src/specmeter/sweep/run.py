@@ -3,9 +3,10 @@ stop it; the baseline first and again last (A … A); results written after ever
 
 Per configuration (``ServerConfig``) the server is launched from its template on a free port
 (``sweep.launch``) or taken at its URL; ``load.readings.resolve`` names its model and kind;
-``LevelRunner.warmup`` sends the unrecorded warm-up; ``LevelRunner.run_level`` runs each level in one block
-with the server's /metrics read around it; then the server is stopped (SIGTERM, then SIGKILL, its whole
-process group). With ``--search`` the capacity search runs on the same server before it is stopped.
+``LevelRunner.warmup`` sends the unrecorded warm-up; ``LevelRunner.run_level`` warms each level at its own
+load and runs it in one block with the server's /metrics read around it; then the server is stopped
+(SIGTERM, then SIGKILL, its whole process group). With ``--search`` the capacity search runs on the same
+server before it is stopped.
 
 Failures keep what was measured. A configuration that cannot start, never becomes healthy, dies during
 a level, or whose requests all failed at every level (e.g. every one answered HTTP 500) is recorded with
@@ -36,11 +37,11 @@ from specmeter.monitoring.promtext import metrics_url
 from specmeter.report.files import RequestSink, ResultFile
 from specmeter.sweep.config import ServerConfig, SweepConfig
 from specmeter.sweep.launch import LaunchError, LaunchValues, ServerProcess, free_port, render_template
-from specmeter.sweep.result import build_view, schedule_from_section
+from specmeter.sweep.result import SweepView, build_view, schedule_from_section
 from specmeter.sweep.search import make_search
 from specmeter.sweep.state import END, ConfigRun, SweepAborted, SweepRun, none_completed
 
-__all__ = ["ConfigRun", "SweepAborted", "SweepRun", "execute_sweep"]
+__all__ = ["ConfigRun", "SweepAborted", "SweepRun", "add_view", "execute_sweep"]
 
 LOCALHOST = "127.0.0.1"
 CELL_KEY = ("draft", "k", "concurrency", "rate")  # a cell's candidate entry in the result file
@@ -174,12 +175,7 @@ async def execute_sweep(
     watch: MachineWatch | None = None
 
     def publish() -> None:
-        view = build_view(cfg, state)
-        for entry in view.entries:
-            fields = dict(entry)
-            draft, k, summary, by_category = (fields.pop(f) for f in ("draft", "k", "summary", "by_category"))
-            result.add_candidate(draft, k, summary, by_category, key=CELL_KEY, **fields)
-        result.set_section("sweep", view.section)
+        add_view(result, build_view(cfg, state))
         recorder.save(result.to_dict())
 
     try:
@@ -253,6 +249,16 @@ async def execute_sweep(
         await runner.aclose()
         await http.aclose()
     return result.to_dict(), state
+
+
+def add_view(result: ResultFile, view: SweepView) -> None:
+    """Put a sweep's view into its result file: one candidate entry per cell (replacing earlier ones) and the
+    ``sweep`` section."""
+    for entry in view.entries:
+        fields = dict(entry)
+        draft, k, summary, by_category = (fields.pop(f) for f in ("draft", "k", "summary", "by_category"))
+        result.add_candidate(draft, k, summary, by_category, key=CELL_KEY, **fields)
+    result.set_section("sweep", view.section)
 
 
 def _end_partial(recorder: Any, result: ResultFile, state: SweepRun, say: Callable[[str], None]) -> None:

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from specmeter.load.view import slow_start_line
+
 __all__ = ["render_sweep"]
 
 DASH = "—"
@@ -88,6 +90,12 @@ def render_sweep(result: Mapping[str, Any], console: Console) -> None:
         figures.add_row(*row)
     console.print(figures)
 
+    for c in cells:
+        line = slow_start_line({"slow_start": c.get("slow_start")})
+        if line is not None:
+            console.print(
+                f"[yellow]{escape(c['run'])} at {escape(c['level'])}: {escape(line)}[/]", soft_wrap=True
+            )
     for d in section.get("drift") or []:
         console.print(
             f"baseline drift at {d['level']}: first run ÷ last run = "
