@@ -209,6 +209,10 @@ def test_slo_option_mistakes(tmp_path: Path) -> None:
     assert_usage_error(invoke(*base, "--slo", "ttft_p99_ms=5", "--search", "batch"), "--search")
     searching = [*base, "--slo", "ttft_p99_ms=5", "--search", "concurrency"]
     assert_usage_error(invoke(*searching, "--search-range", "8:2"), "--search-range")
+    # Issue 29: a range beyond what the machine holds spun for ever; the bound is named now (load.limits).
+    assert_usage_error(
+        invoke(*searching, "--search-range", "1:1000000000"), "--search-range", "open-file limit"
+    )
     assert_usage_error(invoke(*base, "--slo", "ttft_p99_ms=5", "--target", "1.5"), "--target")
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from specmeter.load import limits
+from specmeter.load.limits import MAX_SECONDS
 from specmeter.load.trace import TraceEntry
 from specmeter.metrics.acceptance import K_MAX_LIMIT
 from specmeter.metrics.slo import SLO
@@ -39,7 +41,6 @@ ChunkCounts = Literal["auto", "usage", "token_ids", "timings", "none"]
 Api = Literal["auto", "completions", "chat", "messages"]
 
 MAX_CLIENT_PROCESSES = 64  # --client-processes: worker processes reading the streams (loadworkers)
-MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
 
 
 class LoadError(RuntimeError):
@@ -51,15 +52,35 @@ class LoadConfigError(LoadError, ValueError):
 
 
 def _in(
-    option: str, value: float | None, low: float, high: float | None = None, open_low: bool = False
+    option: str,
+    value: float | None,
+    low: float,
+    high: float | None = None,
+    open_low: bool = False,
+    why: str = "",
 ) -> None:
-    """``value`` is None or a finite number in [low, high] ((low, high] with ``open_low``), else one line."""
+    """``value`` is None or a finite number in [low, high] ((low, high] with ``open_low``), else one line
+    (``why`` says where the bound comes from)."""
     if value is None:
         return
     above = value > low if open_low else value >= low
     if not (math.isfinite(value) and above and (high is None or value <= high)):
         span = f"{'(' if open_low else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
-        raise LoadConfigError(f"{option} must be in {span}, got {value:g}")
+        raise LoadConfigError(f"{option} must be in {span}, got {value:g}" + (f" ({why})" if why else ""))
+
+
+def check_concurrency(option: str, value: float | None) -> None:
+    """A concurrency this machine can hold (``load.limits.stream_bound``: open files, memory, ports)."""
+    if value is not None:
+        _in(option, value, 1)  # a cheap first check: nan, 0, negative
+        bound = limits.stream_bound()
+        _in(option, value, 1, bound.streams, why=bound.reason)
+
+
+def check_rate(option: str, value: float | None) -> None:
+    """A request rate within [``MIN_RATE``, ``MAX_RATE``] (``load.limits``)."""
+    _in(option, value, limits.MIN_RATE, limits.MAX_RATE,
+        why=f"requests per second: a mean gap of at most a week, at most {limits.MAX_RATE:g}/s")  # fmt: skip
 
 
 def _one_of(option: str, value: str, kinds: Any) -> None:
@@ -144,24 +165,32 @@ class LoadConfig:
         for phase in self.phases:
             if (phase.concurrency is None) == (phase.rate is None) and not phase.trace:
                 raise LoadConfigError("a load level is either a --concurrency or a --rate")
-            _in("--concurrency", phase.concurrency, 1)
-            _in("--rate", phase.rate, 0, open_low=True)
+            check_concurrency("--concurrency", phase.concurrency)
+            check_rate("--rate", phase.rate)
         if self.limit is not None and self.duration is not None:
             raise LoadConfigError("--limit and --duration both bound a level; give one of them")
-        _in("--limit", self.limit, 1)
-        _in("--duration", self.duration, 0, MAX_SECONDS, open_low=True)
-        _in("--warmup", self.warmup, 0)
+        requests = "requests per level and endpoint, each record kept in memory"
+        _in("--limit", self.limit, 1, limits.MAX_REQUESTS, why=requests)
+        _in("--duration", self.duration, 0, MAX_SECONDS, open_low=True, why="seconds: a week")
+        _in("--warmup", self.warmup, 0, limits.MAX_REQUESTS, why=requests)
         _in("--max-tokens", self.max_tokens, 1)
         for t in (self.temperature, *self.temperatures):
             _in("--temperature", t, 0, 2)
         _in("--top-p", self.top_p, 0, 1, open_low=True)
         _in("--burstiness", self.burstiness, 0, open_low=True)
-        _in("--trace-speed", self.trace_speed, 0, open_low=True)
+        _in("--trace-speed", self.trace_speed, limits.MIN_TRACE_SPEED, limits.MAX_TRACE_SPEED)
+        if self.trace:
+            span = max(e.t for e in self.trace) / self.trace_speed
+            if span > MAX_SECONDS:
+                raise LoadConfigError(
+                    f"--trace-speed {self.trace_speed:g}: the trace would take {span:.3g} s to replay, more "
+                    f"than a week ({MAX_SECONDS:g} s); replay it faster"
+                )
         _in("--stall-timeout", self.stall_timeout, 0, MAX_SECONDS, open_low=True)
         _in("--request-timeout", self.request_timeout, 0, MAX_SECONDS, open_low=True)
         _in("--client-processes", self.client_processes, 1, MAX_CLIENT_PROCESSES)
         _in("--k", self.k, 1, K_MAX_LIMIT)
-        _in("--blocks", self.blocks, 1)
+        _in("--blocks", self.blocks, 1, limits.MAX_BLOCKS)
         _one_of("--arrival", self.arrival, Arrival)
         _one_of("--chunk-counts", self.chunk_counts, ChunkCounts)
         _one_of("--api", self.api, Api)

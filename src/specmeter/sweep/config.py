@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Literal
 
 from specmeter.engine.schedule import KSchedule
-from specmeter.load.config import LoadConfig
+from specmeter.load.config import LoadConfig, LoadConfigError, check_concurrency, check_rate
+from specmeter.load.limits import MAX_SECONDS
 from specmeter.metrics.slo import DEFAULT_ATTAINMENT, SLO
 
 __all__ = ["BASELINE_NAME", "SearchSettings", "ServerConfig", "SweepConfig", "config_name"]
@@ -60,6 +61,21 @@ class SearchSettings:
     target: float
     max_steps: int
 
+    def __post_init__(self) -> None:
+        """Bounds the machine can hold (``load.limits``): a search never asks a level ``load`` would refuse.
+        ``LoadConfigError`` naming ``--search-range``."""
+        if self.kind not in ("concurrency", "rate"):
+            raise LoadConfigError(f"--search: {self.kind!r} is not one of concurrency, rate")
+        for bound in (self.low, self.high):
+            if self.kind == "concurrency":
+                check_concurrency("--search-range", bound)
+            else:
+                check_rate("--search-range", bound)
+        if not self.low < self.high:
+            raise LoadConfigError(f"--search-range: needs LOW < HIGH, got {self.low:g}:{self.high:g}")
+        if not 2 <= self.max_steps <= 1000:
+            raise LoadConfigError(f"--max-steps must be in [2, 1000], got {self.max_steps}")
+
 
 @dataclass
 class SweepConfig:
@@ -78,6 +94,14 @@ class SweepConfig:
     search: SearchSettings | None = None
     validate: bool = False  # launch the resulting schedule and ramp across its switch points
     validate_template: str | None = None  # the template for the schedule (default: the speculative one)
+
+    def __post_init__(self) -> None:
+        for option, seconds in (
+            ("--startup-timeout", self.startup_timeout),
+            ("--stop-timeout", self.stop_grace),
+        ):
+            if not 0 < seconds <= MAX_SECONDS:  # nan fails too
+                raise LoadConfigError(f"{option} must be in (0, {MAX_SECONDS:g}] seconds, got {seconds:g}")
 
     @property
     def baseline(self) -> ServerConfig:
