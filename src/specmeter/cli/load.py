@@ -302,12 +302,15 @@ def load(
         if not quiet:
             err_console.print(f"[bold]load level {phase.label}[/] …")
 
+    from specmeter.sweep.launch import sigterm_as_interrupt
+
     try:
-        result = asyncio.run(
-            execute_load(
-                cfg, config=config, json_out=json_out, csv_out=csv_out, log_out=log_out, on_phase=on_phase
+        with sigterm_as_interrupt():  # SIGTERM ends the run as Ctrl-C does: in-flight recorded, files saved
+            result = asyncio.run(
+                execute_load(
+                    cfg, config=config, json_out=json_out, csv_out=csv_out, log_out=log_out, on_phase=on_phase
+                )
             )
-        )
     except LoadError as e:
         fail(str(e))
     except KeyboardInterrupt:

@@ -317,10 +317,23 @@ def _stop_all() -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM raises KeyboardInterrupt: servers are stopped and results kept as on Ctrl-C."""
+    """While inside, SIGTERM is Ctrl-C: servers are stopped and results kept as on Ctrl-C.
+
+    It runs the current SIGINT handler: inside ``asyncio.run`` that is asyncio's, which cancels the main
+    task — so the run's own cancellation path records the requests in flight and saves the level in progress,
+    exactly as on Ctrl-C, and ``asyncio.run`` then raises KeyboardInterrupt — and elsewhere Python's, which
+    raises KeyboardInterrupt. (Raising it from this handler directly would kill whichever task happened to
+    run, losing its request's record.)
+    """
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        on_interrupt = signal.getsignal(signal.SIGINT)
+        if callable(on_interrupt):
+            on_interrupt(
+                signal.SIGINT, frame
+            )  # asyncio's returns (its main task is cancelled); Python's raises
+            return
+        raise KeyboardInterrupt  # SIGINT ignored: SIGTERM still ends the run
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
