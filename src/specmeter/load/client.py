@@ -32,7 +32,10 @@ from specmeter.monitoring.acceptance import steps_from_report
 from specmeter.monitoring.adapters import request_report
 from specmeter.wire.sse import DONE, SSEParser
 
-__all__ = ["ClientShards", "RequestOutcome", "StreamRequest", "StreamState", "stream_request"]
+__all__ = [
+    "ClientShards", "RequestOutcome", "StreamRequest", "StreamState", "TooDeep", "parse_json",
+    "stream_request",
+]  # fmt: skip
 
 try:
     import sniffio  # noqa: F401
@@ -96,9 +99,23 @@ AUTH_HINT = (
 )
 
 
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser's recursion allows (``[`` × 100000): valid, but unreadable."""
+
+
+def parse_json(data: bytes | str) -> Any:
+    """``json.loads`` whose every failure is a ValueError: ``TooDeep`` for nesting beyond the parser's depth
+    (a RecursionError otherwise, which no caller expects from a server's bytes), plain ValueError for the rest
+    (bad JSON or UTF-8, integers of more than 4300 digits)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise TooDeep("JSON nested too deeply to read") from None
+
+
 def _error_message(body: bytes) -> str:
     try:
-        obj = json.loads(body)
+        obj = parse_json(body)
     except ValueError:
         return body.decode("utf-8", "replace").strip()[:200]
     err = obj.get("error") if isinstance(obj, dict) else None
@@ -148,7 +165,10 @@ class StreamState:
             self.done = True
             return True
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
+        except TooDeep as e:  # valid JSON the client cannot read: the request fails, saying why
+            self.error = f"unreadable event in stream: {e}"
+            return True
         except ValueError:
             self.malformed += 1
             return False

@@ -20,11 +20,10 @@ What the stream says, and what it does not:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from specmeter.load.client import StreamState
+from specmeter.load.client import StreamState, TooDeep, parse_json
 from specmeter.metrics.records import FinishReason
 from specmeter.wire.messages import STOP_REASONS
 
@@ -46,7 +45,10 @@ class MessagesStream(StreamState):
     def handle(self, data: bytes, now: float) -> bool:
         """Process one event's JSON; True when the stream is over."""
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
+        except TooDeep as e:  # valid JSON the client cannot read: the request fails, saying why
+            self.error = f"unreadable event in stream: {e}"
+            return True
         except ValueError:
             self.malformed += 1
             return False

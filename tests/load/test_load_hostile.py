@@ -1,0 +1,156 @@
+"""A server (or a golden set) that sends what no well-behaved one would (issue 29, items 7, 8, 9 and 14):
+every such request is recorded with a reason, the run goes on, and its files are written — never a
+traceback, never a negative count."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from specmeter.load.config import LoadConfig, LoadError, Phase
+from specmeter.load.run import execute_load
+from specmeter.load.trace import TraceError, load_trace
+from specmeter.server.hosting import ServerThread
+from specmeter.workloads.loader import Prompt
+
+DEEP = b"[" * 100_000
+PROMPTS = tuple(Prompt(f"p{i}", "general", f"prompt number {i}", None, None, 4) for i in range(4))
+
+
+def event(obj: Any) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def good_stream(text: str = " w", tokens: int = 2) -> list[bytes]:
+    usage = {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": 5 + tokens}
+    return [
+        event({"choices": [{"index": 0, "text": text, "finish_reason": None}]}),
+        event({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}),
+        event({"choices": [], "usage": usage}),
+        b"data: [DONE]\n\n",
+    ]
+
+
+def good_messages(text: str = " w", tokens: int = 2) -> list[bytes]:
+    return [
+        event({"type": "message_start", "message": {"usage": {"input_tokens": 5}}}),
+        event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "max_tokens"},
+                "usage": {"output_tokens": tokens},
+            }
+        ),
+        event({"type": "message_stop"}),
+    ]
+
+
+@dataclass
+class Hostile:
+    """What the fake sends: request i gets ``streams[i % len]`` (raw SSE), or ``status`` with ``body``."""
+
+    streams: list[list[bytes]] = field(default_factory=lambda: [good_stream()])
+    status: int = 200
+    body: bytes = b""
+    models: bytes = b'{"data": [{"id": "m"}]}'
+    requests: int = 0
+    media: str = "text/event-stream"
+
+
+def hostile_app(h: Hostile) -> Starlette:
+    async def completions(request: Request) -> Response:
+        index = h.requests
+        h.requests += 1
+        await request.body()
+        if h.status != 200:
+            return Response(h.body, status_code=h.status, media_type="application/json")
+        parts = h.streams[index % len(h.streams)]
+
+        async def body() -> Iterator[bytes]:  # type: ignore[misc]
+            for part in parts:
+                yield part
+
+        return StreamingResponse(body(), media_type=h.media)  # type: ignore[arg-type]
+
+    async def models(request: Request) -> Response:
+        return Response(h.models, media_type="application/json")
+
+    return Starlette(
+        routes=[
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/chat/completions", completions, methods=["POST"]),
+            Route("/v1/messages", completions, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )
+
+
+def run_load(
+    h: Hostile, tmp_path: Path, prompts: tuple[Prompt, ...] = PROMPTS, **fields: Any
+) -> dict[str, Any]:
+    with ServerThread(hostile_app(h), graceful_timeout=2) as server:
+        cfg = LoadConfig(endpoint=server.url, prompts=prompts, phases=[Phase(concurrency=1)],
+                         limit=len(prompts), warmup=0, scrape_metrics=False, **fields)  # fmt: skip
+        result = asyncio.run(
+            execute_load(
+                cfg, config={}, json_out=tmp_path / "r.json", csv_out=tmp_path / "r.csv", hygiene=False
+            )
+        )
+    assert json.loads((tmp_path / "r.json").read_text())["complete"] is True
+    return result
+
+
+def level_load(result: dict[str, Any]) -> dict[str, Any]:
+    block: dict[str, Any] = result["candidates"][0]["load"]
+    return block
+
+
+# --- item 7: JSON nested beyond the parser's depth ------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["completions", "messages"])
+def test_a_stream_event_nested_too_deeply_fails_that_request_with_a_reason(tmp_path: Path, api: str) -> None:
+    good = good_messages() if api == "messages" else good_stream()
+    h = Hostile(streams=[good, [b"data: " + DEEP + b"\n\n"]])
+    load = level_load(run_load(h, tmp_path, api=api))
+    assert load["requests_sent"] == 4 and load["failed"] == 2 and load["completed"] == 2
+    reasons = {f["error"] for f in load["failures"]}
+    assert "unreadable event in stream: JSON nested too deeply to read" in reasons, reasons
+
+
+def test_an_error_body_nested_too_deeply_is_an_http_error(tmp_path: Path) -> None:
+    h = Hostile(status=500, body=DEEP)
+    load = level_load(run_load(h, tmp_path))
+    assert load["failed"] == 4 and load["failures"][0]["error"].startswith("HTTP 500: [[[")
+
+
+def test_a_model_list_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    h = Hostile(models=DEEP)
+    with pytest.raises(LoadError) as caught:
+        run_load(h, tmp_path)
+    message = str(caught.value)
+    assert message.endswith("/v1/models lists no model; pass --model") and "\n" not in message
+
+
+def test_a_trace_line_nested_too_deeply_is_that_lines_problem(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"t": 0}\n' + DEEP + b"\n" + b'{"t": 1e' + b"9" * 5000 + b"}\n" + b"1" * 5000 + b"\n")
+    with pytest.raises(TraceError) as caught:
+        load_trace(path)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == f"{path}:2: invalid JSON (nested too deeply)"
+    assert lines[1].startswith(f"{path}:3: field 't'") and lines[2].startswith(
+        f"{path}:4: invalid JSON (Exceeds"
+    )
+    assert len(lines) == 3
