@@ -154,3 +154,41 @@ def test_a_trace_line_nested_too_deeply_is_that_lines_problem(tmp_path: Path) ->
         f"{path}:4: invalid JSON (Exceeds"
     )
     assert len(lines) == 3
+
+
+# --- item 8: lone surrogates ---------------------------------------------------------------------------
+
+
+def test_a_prompt_with_a_lone_surrogate_is_a_failed_request_and_the_run_goes_on(tmp_path: Path) -> None:
+    # Issue 29: load stopped after 2 requests (httpx could not encode the body) and never wrote its JSON.
+    prompts = (*PROMPTS[:2], Prompt("p\ud800", "c\udc00", "bad \ud800x", None, None, 4), PROMPTS[3])
+    load = level_load(run_load(Hostile(), tmp_path, prompts))
+    assert load["requests_sent"] == 4 and load["completed"] == 3 and load["failed"] == 1
+    (failure,) = load["failures"]
+    assert (
+        failure["error"]
+        == "not sent: the request holds a lone surrogate (\\ud800), which UTF-8 cannot encode"
+    )
+    rows = (tmp_path / "r.csv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 5 and any("p\\ud800" in row and "c\\udc00" in row for row in rows)
+
+
+def test_lone_surrogates_from_the_server_are_recorded_escaped(tmp_path: Path) -> None:
+    text = [
+        b'data: {"choices":[{"index":0,"text":"\\ud800x","finish_reason":null}]}\n\n',
+        b'data: {"choices":[{"index":0,"text":"","finish_reason":"\\udc00"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    error_event = [b'data: {"error": {"message": "bad \\ud800 thing"}}\n\n']
+    h = Hostile(streams=[good_stream(), text, error_event], models=b'{"data": [{"id": "m\\ud800"}]}')
+    result = run_load(h, tmp_path)
+    load = level_load(result)
+    assert load["requests_sent"] == 4 and load["completed"] == 2, load
+    errors = sorted(f["error"] for f in load["failures"])
+    assert errors == ["error event in stream: bad \\ud800 thing", "server finished with reason '\\udc00'"]
+    assert result["candidates"][0]["draft"].startswith("m\\ud800 @ ")
+    assert len((tmp_path / "r.csv").read_text(encoding="utf-8").splitlines()) == 5
+    # An HTTP error's message with one.
+    h = Hostile(status=400, body=b'{"error": {"message": "no \\ud800 way"}}')
+    load = level_load(run_load(h, tmp_path))
+    assert {f["error"] for f in load["failures"]} == {"HTTP 400: no \\ud800 way"}

@@ -33,8 +33,8 @@ from specmeter.monitoring.adapters import request_report
 from specmeter.wire.sse import DONE, SSEParser
 
 __all__ = [
-    "ClientShards", "RequestOutcome", "StreamRequest", "StreamState", "TooDeep", "parse_json",
-    "stream_request",
+    "ClientShards", "RequestOutcome", "StreamRequest", "StreamState", "TooDeep", "encode_body", "parse_json",
+    "printable", "stream_request",
 ]  # fmt: skip
 
 try:
@@ -111,6 +111,35 @@ def parse_json(data: bytes | str) -> Any:
         return json.loads(data)
     except RecursionError:
         raise TooDeep("JSON nested too deeply to read") from None
+
+
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (``"\\ud800"``: JSON can carry them, UTF-8 cannot) as backslash escapes.
+
+    A server's streamed text, error message or finish reason, and a golden set's id, may hold one; written
+    as is, it stopped ``load`` at the first CSV row (issue 29). Everything else passes unchanged."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def encode_body(payload: Mapping[str, Any]) -> bytes:
+    """The request's JSON body as httpx would send it (compact, UTF-8, no NaN); ValueError with one line when
+    it cannot be sent: a lone surrogate (a golden set's ``"\\ud800"``) has no UTF-8, NaN no JSON."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        char = e.object[e.start : e.start + 1] if isinstance(e.object, str) else "?"
+        raise ValueError(
+            f"the request holds a lone surrogate ({printable(char)}), which UTF-8 cannot encode"
+        ) from None
+    except (ValueError, TypeError, RecursionError) as e:
+        raise ValueError(f"the request body is not JSON ({printable(str(e))})") from None
 
 
 def _error_message(body: bytes) -> str:
@@ -272,8 +301,8 @@ class StreamState:
             error = f"server finished with reason {self.finish!r}"
         steps = steps_from_report(self.spec) if self.spec is not None else None
         record = RequestRecord(
-            id=request.id,
-            category=request.category,
+            id=printable(request.id),
+            category=printable(request.category),
             prompt_tokens=self.prompt_tokens or request.prompt_tokens or 0,
             output_tokens=output,
             latency_s=emissions[-1].t if emissions else elapsed,
@@ -282,7 +311,7 @@ class StreamState:
             steps=steps or (),
             emissions=emissions,
             finish_reason=finish,
-            error=error,
+            error=None if error is None else printable(error),
         )
         return RequestOutcome(
             record=record,
@@ -293,9 +322,9 @@ class StreamState:
             started_at=self.t0,
             ended_at=ended,
             first_payload=self.first_payload,
-            raw_finish_reason=self.finish,
+            raw_finish_reason=None if self.finish is None else printable(self.finish),
             exact_steps=steps is not None,
-            text="".join(self.content),
+            text=printable("".join(self.content)),
             temperature=_temperature(request.payload.get("temperature")),
         )
 
@@ -328,9 +357,14 @@ async def _run(
             state.sent = True
 
     try:
+        body = encode_body(request.payload)
+    except ValueError as e:  # never sent: recorded as failed, saying why, and the run goes on
+        state.error = f"not sent: {e}"
+        return
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    try:
         async with client.stream(
-            "POST", request.url, json=dict(request.payload), headers=headers, timeout=timeout,
-            extensions={"trace": trace},
+            "POST", request.url, content=body, headers=headers, timeout=timeout, extensions={"trace": trace},
         ) as response:  # fmt: skip
             state.status = response.status_code
             if response.status_code != 200:

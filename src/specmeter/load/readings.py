@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from specmeter.load.client import AUTH_HINT, parse_json
+from specmeter.load.client import AUTH_HINT, parse_json, printable
 from specmeter.load.config import Endpoint, LoadConfig, LoadError, Role
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_delta
 from specmeter.monitoring.adapters import (
@@ -97,7 +97,7 @@ async def _first_model(client: httpx.AsyncClient, ep: Endpoint, headers: dict[st
         raise LoadError(f"{url} answered HTTP {response.status_code}; pass --model to skip the lookup")
     try:
         data = parse_json(response.content)["data"]
-        return str(data[0]["id"])
+        return printable(str(data[0]["id"]))
     except (ValueError, KeyError, IndexError, TypeError) as e:  # TooDeep (nesting) is a ValueError
         raise LoadError(f"{url} lists no model; pass --model") from e
 
