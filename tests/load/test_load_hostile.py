@@ -192,3 +192,37 @@ def test_lone_surrogates_from_the_server_are_recorded_escaped(tmp_path: Path) ->
     h = Hostile(status=400, body=b'{"error": {"message": "no \\ud800 way"}}')
     load = level_load(run_load(h, tmp_path))
     assert {f["error"] for f in load["failures"]} == {"HTTP 400: no \\ud800 way"}
+
+
+# --- item 9: impossible counts --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["completions", "messages"])
+def test_a_negative_token_count_fails_its_request_never_a_negative_rate(tmp_path: Path, api: str) -> None:
+    # Issue 29: usage.completion_tokens = -551 gave tokens/s of −551 and exit 0; report then refused the file.
+    bad = good_messages(tokens=-551) if api == "messages" else good_stream(tokens=-551)
+    good = good_messages() if api == "messages" else good_stream()
+    result = run_load(Hostile(streams=[good, bad]), tmp_path, api=api)
+    load = level_load(result)
+    assert load["completed"] == 2 and load["failed"] == 2
+    key = "output_tokens" if api == "messages" else "completion_tokens"
+    assert {f["error"] for f in load["failures"]} == {f"impossible count from the server: usage.{key} = -551"}
+    assert load["output_tokens_per_s"] > 0
+    from specmeter.report.validate import validate_result
+
+    assert validate_result(json.loads((tmp_path / "r.json").read_text())) == []
+
+
+def test_a_negative_prompt_or_timings_count_fails_its_request(tmp_path: Path) -> None:
+    stream = [
+        event(
+            {"choices": [{"index": 0, "text": "w", "finish_reason": None}], "timings": {"predicted_n": -3}}
+        ),
+        b"data: [DONE]\n\n",
+    ]
+    prompt = [event({"choices": [], "usage": {"prompt_tokens": -5, "completion_tokens": 2}})]
+    load = level_load(run_load(Hostile(streams=[stream, prompt]), tmp_path))
+    assert {f["error"] for f in load["failures"]} == {
+        "impossible count from the server: timings.predicted_n = -3",
+        "impossible count from the server: usage.prompt_tokens = -5",
+    }

@@ -155,6 +155,24 @@ def _error_message(body: bytes) -> str:
     return json.dumps(obj)[:200]
 
 
+MAX_TOKEN_COUNT = 2**31 - 1  # a server's token count beyond int32: no context holds it
+
+
+def impossible_count(block: object, name: str, keys: tuple[str, ...]) -> str | None:
+    """Why a server's token count in ``block`` (``usage``, ``timings``) cannot be right, or None.
+
+    A negative count (or one beyond ``MAX_TOKEN_COUNT``) would be written as negative tokens/s and make
+    ``report`` refuse the file (issue 29), so the request is recorded as failed with this reason instead."""
+    if not isinstance(block, dict):
+        return None
+    for key in keys:
+        value = block.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_TOKEN_COUNT:
+            shown = str(value) if abs(value) < 10**12 else f"{value:.3g}"
+            return f"impossible count from the server: {name}.{key} = {shown}"
+    return None
+
+
 def _count(value: object) -> int | None:
     return len(value) if isinstance(value, list) else None
 
@@ -242,6 +260,13 @@ class StreamState:
                     self.finish = str(choice["finish_reason"])
         has_choices = bool(choices)
         usage = obj.get("usage")
+        timings = obj.get("timings")
+        impossible = impossible_count(usage, "usage", ("completion_tokens", "prompt_tokens")) or (
+            impossible_count(timings, "timings", ("predicted_n",))
+        )
+        if impossible is not None:  # the server's count cannot be right: the request fails, saying why
+            self.error = impossible
+            return True
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             total = usage["completion_tokens"]
             # Usage on the first chunks means continuous usage stats (a running total per chunk); usage that
@@ -254,7 +279,6 @@ class StreamState:
             self.usage_total = total
             if isinstance(usage.get("prompt_tokens"), int):
                 self.prompt_tokens = usage["prompt_tokens"]
-        timings = obj.get("timings")
         if isinstance(timings, dict):
             predicted = timings.get("predicted_n")
             if isinstance(predicted, int):
