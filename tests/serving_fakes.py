@@ -54,13 +54,14 @@ class Behaviour:
     metrics_seq: list[str] = field(default_factory=list)  # served one per scrape; the last one stays
     scrapes: int = 0
     delay: float = 0.0  # seconds before every chunk
+    fail_every: int = 0  # > 0: every fail_every-th completion request answers HTTP `status` (a flaky server)
 
 
 def fake_openai(b: Behaviour) -> Starlette:
     async def completions(request: Request) -> Response:
         b.requests += 1
         await request.json()
-        if b.mode == "status":
+        if b.mode == "status" or (b.fail_every and b.requests % b.fail_every == 0):
             message = "rate limited, slow down" if b.status == 429 else "engine exploded"
             return JSONResponse(
                 {"error": {"message": message, "type": "x", "param": None, "code": None}},

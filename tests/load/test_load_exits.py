@@ -111,14 +111,31 @@ def test_connection_refused_exits_1(prompts: Path) -> None:
     assert "connection failed" in errors[0], errors[0]
 
 
+def test_either_endpoint_measuring_nothing_exits_1(
+    fakes: tuple[Behaviour, str, Behaviour, str], prompts: Path
+) -> None:
+    # Issue 29: a baseline none of whose requests completed (beside a working endpoint) exited 0; so did a
+    # speculative endpoint that answered nothing beside a working baseline. No E_meas either way: exit 1.
+    _, good, _, bad = fakes
+    for spec, base, where in ((good, bad, " at the baseline"), (bad, good, "")):
+        result = _load("--endpoint", spec, "--baseline", base, "--prompts", prompts, "--limit", "4")
+        assert result.exit_code == 1, result.output
+        assert _errors(result) == [
+            f"error: nothing measured{where}: none of the 4 request(s) to {bad} completed (first failure: "
+            "HTTP 500: engine exploded)"
+        ]
+
+
 def test_max_error_rate(fakes: tuple[Behaviour, str, Behaviour, str], prompts: Path) -> None:
-    _, good, _, bad = fakes  # the speculative endpoint answers, its baseline fails: half the requests fail
-    args = ["--endpoint", good, "--baseline", bad, "--prompts", prompts, "--limit", "4"]
-    assert _load(*args).exit_code == 0  # some requests completed and no threshold was set
-    assert _load(*args, "--max-error-rate", "0.6").exit_code == 0
-    result = _load(*args, "--max-error-rate", "0.1")
+    good = fakes[1]
+    flaky = Behaviour(fail_every=2)  # the baseline answers HTTP 500 to every second request: 2 of 8 fail
+    with ServerThread(fake_openai(flaky)) as server:
+        args = ["--endpoint", good, "--baseline", server.url, "--prompts", prompts, "--limit", "4"]
+        assert _load(*args).exit_code == 0  # some requests completed and no threshold was set
+        assert _load(*args, "--max-error-rate", "0.3").exit_code == 0
+        result = _load(*args, "--max-error-rate", "0.1")
     assert result.exit_code == 1, result.output
-    assert _errors(result) == ["error: --max-error-rate 0.1: 4 of 8 requests failed (50.0%: HTTP 500 ×4)"]
+    assert _errors(result) == ["error: --max-error-rate 0.1: 2 of 8 requests failed (25.0%: HTTP 500 ×2)"]
     for value in ("1.5", "-0.1", "nan"):
         bad_option = _load(*args, "--max-error-rate", value)
         assert bad_option.exit_code == 2 and "--max-error-rate" in _errors(bad_option)[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,3 +227,19 @@ def test_a_negative_prompt_or_timings_count_fails_its_request(tmp_path: Path) ->
         "impossible count from the server: timings.predicted_n = -3",
         "impossible count from the server: usage.prompt_tokens = -5",
     }
+
+
+# --- item 14: a timeout says it timed out ---------------------------------------------------------------
+
+
+def test_a_model_lookup_that_times_out_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Issue 29: "cannot reach …/v1/models: " — httpx's timeouts carry no message, and the reason was empty.
+    monkeypatch.setattr("specmeter.load.readings.MODEL_LOOKUP_TIMEOUT", 0.3)
+    with socket.socket() as listener:  # the kernel accepts the connection; nobody ever answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        cfg = LoadConfig(endpoint=url, prompts=PROMPTS, limit=1, warmup=0, scrape_metrics=False)
+        with pytest.raises(LoadError) as caught:
+            asyncio.run(execute_load(cfg, config={}, hygiene=False))
+    assert str(caught.value) == f"cannot reach {url}/v1/models: timed out after 0.3 s"

@@ -56,8 +56,13 @@ def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
         fail(str(e))
 
 
-def _check_failures(result: dict[str, Any], endpoint: str, max_error_rate: float | None) -> None:
-    """Exit 1 (one line) when nothing was measured, or more requests failed than ``--max-error-rate``."""
+def _check_failures(
+    result: dict[str, Any], endpoint: str, max_error_rate: float | None, baseline: str | None = None
+) -> None:
+    """Exit 1 (one line) when nothing was measured at either endpoint, or more requests failed than
+    ``--max-error-rate``."""
+    from specmeter.load.result import nothing_measured
+
     blocks = [
         block
         for level in result.get("candidates") or []
@@ -69,10 +74,9 @@ def _check_failures(result: dict[str, Any], endpoint: str, max_error_rate: float
     errors: Counter[str] = Counter()
     for b in blocks:
         errors.update(b.get("errors") or {})
-    first = next((f.get("error") for b in blocks for f in b.get("failures") or [] if f.get("error")), None)
-    if sent == 0 or failed == sent:
-        fail(f"nothing measured: none of the {sent} request(s) to {endpoint} completed"
-             + (f" (first failure: {first})" if first else ""), code=EXIT_FAILED)  # fmt: skip
+    nothing = nothing_measured(result, endpoint, baseline)
+    if nothing is not None:
+        fail(nothing, code=EXIT_FAILED)
     lo.check_failures(sent, failed, errors, max_error_rate)
 
 
@@ -324,7 +328,7 @@ def load(
     hygiene = result.get("hygiene") or {}
     if quiet and hygiene.get("message"):
         err_console.print(f"[bold yellow]{escape(hygiene['message'])}[/]", soft_wrap=True)
-    _check_failures(result, endpoint, max_error_rate)
+    _check_failures(result, endpoint, max_error_rate, baseline)
     if strict and hygiene.get("verdict") in ("busy", "unusable"):
         from specmeter.hygiene.verdict import EXIT_NOISY_MACHINE
 

@@ -424,9 +424,13 @@ async def _run(
                 if state.handle(data, now):
                     break
     except httpx.ConnectError as e:
-        state.error = f"connection failed: {e or 'connection refused'}"
+        state.error = f"connection failed: {printable(str(e)) or 'connection refused'}"
     except httpx.ReadTimeout:
         state.error = f"stalled: no data for {stall_timeout:g}s"
+    except httpx.ConnectTimeout:  # httpx's timeouts carry no message: say which and how long
+        state.error = f"connection failed: timed out after {timeout.connect:g} s"
+    except httpx.WriteTimeout:
+        state.error = f"timeout: sending the request timed out after {timeout.write:g} s"
     except httpx.TimeoutException as e:
         state.error = f"timeout: {type(e).__name__}"
     except httpx.RemoteProtocolError as e:
