@@ -37,6 +37,8 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"arrival": "bursty"}, "--arrival"),
     ({"chunk_counts": "all"}, "--chunk-counts"),
     ({"api": "grpc"}, "--api"),
+    ({"extra_body": {"a": "\ud800"}}, "--extra-body: the request holds a lone surrogate"),
+    ({"extra_body": {"a": math.nan}}, "--extra-body: the request body is not JSON"),
 ]
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, cast
@@ -83,9 +82,11 @@ def _check_failures(
 def _extra_body(value: str | None) -> dict[str, Any]:
     if value is None:
         return {}
+    from specmeter.load.client import parse_json
+
     try:
-        body = json.loads(value)
-    except ValueError as e:
+        body = parse_json(value)
+    except ValueError as e:  # nesting beyond the parser's depth included (load.client.TooDeep)
         fail(f"--extra-body: not valid JSON ({e})")
     if not isinstance(body, dict):
         fail("--extra-body: must be a JSON object, e.g. '{\"ignore_eos\": true}'")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from specmeter.load import limits
+from specmeter.load.client import encode_body
 from specmeter.load.limits import MAX_SECONDS
 from specmeter.load.trace import TraceEntry
 from specmeter.metrics.acceptance import K_MAX_LIMIT
@@ -191,6 +192,10 @@ class LoadConfig:
         _in("--client-processes", self.client_processes, 1, MAX_CLIENT_PROCESSES)
         _in("--k", self.k, 1, K_MAX_LIMIT)
         _in("--blocks", self.blocks, 1, limits.MAX_BLOCKS)
+        try:  # what every request carries must be sendable: JSON, and UTF-8 (no lone surrogate)
+            encode_body(self.extra_body)
+        except ValueError as e:
+            raise LoadConfigError(f"--extra-body: {e}") from None
         _one_of("--arrival", self.arrival, Arrival)
         _one_of("--chunk-counts", self.chunk_counts, ChunkCounts)
         _one_of("--api", self.api, Api)
