@@ -157,9 +157,7 @@ def test_401_names_the_key_options(tiny: Any, prompts: Path) -> None:
         assert fine.exit_code in (0, 4), fine.output
 
 
-@pytest.mark.parametrize(
-    ("mode", "processes"), [("concurrency", 1), ("rate", 1), ("concurrency", 2), ("rate", 2)]
-)
+@pytest.mark.parametrize(("mode", "processes"), [("concurrency", 1), ("rate", 1), ("concurrency", 2)])
 def test_ctrl_c_records_requests_in_flight(tmp_path: Path, mode: str, processes: int) -> None:
     # Issue 12: after Ctrl-C the requests in flight vanished, so requests_sent was less than what the server
     # had received. They are recorded as interrupted now, in the JSON, the CSV and the log. Issue 29: with

@@ -136,8 +136,3 @@ def test_a_billion_streams_is_one_error_line_not_a_hang(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: --concurrency must be in [1, ") and "open-file limit" in line, line
-    for option, value in (("--rate", "1e-300"), ("--limit", "1000000000")):
-        result = _cli(*base, option, value)
-        assert result.returncode == 2 and result.stderr.startswith(f"error: {option} must be in"), (
-            result.stderr
-        )
