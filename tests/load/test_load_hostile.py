@@ -67,6 +67,7 @@ class Hostile:
     models: bytes = b'{"data": [{"id": "m"}]}'
     requests: int = 0
     media: str = "text/event-stream"
+    endless: bytes = b""  # sent for ever (with ``status``): a body that never ends
 
 
 def hostile_app(h: Hostile) -> Starlette:
@@ -74,6 +75,14 @@ def hostile_app(h: Hostile) -> Starlette:
         index = h.requests
         h.requests += 1
         await request.body()
+        if h.endless:
+
+            async def forever() -> Iterator[bytes]:  # type: ignore[misc]
+                while True:
+                    yield h.endless
+                    await asyncio.sleep(0)
+
+            return StreamingResponse(forever(), status_code=h.status, media_type=h.media)  # type: ignore[arg-type]
         if h.status != 200:
             return Response(h.body, status_code=h.status, media_type="application/json")
         parts = h.streams[index % len(h.streams)]
@@ -243,3 +252,17 @@ def test_a_model_lookup_that_times_out_says_so(monkeypatch: pytest.MonkeyPatch, 
         with pytest.raises(LoadError) as caught:
             asyncio.run(execute_load(cfg, config={}, hygiene=False))
     assert str(caught.value) == f"cannot reach {url}/v1/models: timed out after 0.3 s"
+
+
+# --- a server that never stops sending: the client's memory stays bounded --------------------------------
+
+
+def test_an_endless_event_or_error_body_is_read_within_bounds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("specmeter.load.client.MAX_EVENT_BYTES", 1 << 20)
+    # request_timeout only guards the test: before the bounds, both ran until it.
+    load = level_load(run_load(Hostile(endless=b"x" * 65536), tmp_path, request_timeout=30.0))
+    assert {f["error"] for f in load["failures"]} == {"unreadable stream: an event longer than 1048576 bytes"}
+    load = level_load(run_load(Hostile(endless=b"y" * 65536, status=500), tmp_path, request_timeout=30.0))
+    assert {f["error"] for f in load["failures"]} == {"HTTP 500: " + "y" * 200}

@@ -46,6 +46,10 @@ except ImportError:
     sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
 
 DRAIN_TIMEOUT = 1.0  # seconds to finish reading a body after [DONE] before giving the connection up
+# A server's bytes are read within bounds: an SSE event longer than this (no end of line or event, say) and
+# an error body beyond the other would otherwise grow the client's memory for as long as the server sends.
+MAX_EVENT_BYTES = 64 << 20  # vLLM's first chunk with return_token_ids of a long prompt takes a few MiB
+MAX_ERROR_BODY = 64 << 10  # the message shown is its first 200 characters
 _FINISH: dict[str, FinishReason] = {
     "stop": "eos",
     "eos_token": "eos",
@@ -357,6 +361,18 @@ def _temperature(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+async def _read_at_most(response: httpx.Response, limit: int) -> bytes:
+    """The first ``limit`` bytes of a body (an error's): the rest is never read, however long it runs."""
+    parts: list[bytes] = []
+    size = 0
+    async for part in response.aiter_bytes():
+        parts.append(part)
+        size += len(part)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit]
+
+
 async def _drain(body: AsyncIterator[bytes]) -> None:
     async for _ in body:
         pass
@@ -392,8 +408,8 @@ async def _run(
         ) as response:  # fmt: skip
             state.status = response.status_code
             if response.status_code != 200:
-                body = await response.aread()
-                state.error = f"HTTP {response.status_code}: {_error_message(body)}"
+                error_body = await _read_at_most(response, MAX_ERROR_BODY)
+                state.error = f"HTTP {response.status_code}: {_error_message(error_body)}"
                 if response.status_code in (401, 403):
                     state.error += f" ({AUTH_HINT})"
                 return
@@ -401,9 +417,15 @@ async def _run(
             encoding = response.headers.get("content-encoding", "identity").lower()
             stream = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
             finished = False
+            unfinished = 0  # bytes read since the last complete event
             async for raw in stream:
                 now = perf_counter()
-                for data in parser.feed(raw):
+                events = parser.feed(raw)
+                unfinished = 0 if events else unfinished + len(raw)
+                if unfinished > MAX_EVENT_BYTES:
+                    state.error = f"unreadable stream: an event longer than {MAX_EVENT_BYTES} bytes"
+                    return
+                for data in events:
                     if state.handle(data, now):
                         finished = True
                         break
