@@ -65,9 +65,21 @@ def _in(
     if value is None:
         return
     above = value > low if open_low else value >= low
-    if not (math.isfinite(value) and above and (high is None or value <= high)):
-        span = f"{'(' if open_low else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
-        raise LoadConfigError(f"{option} must be in {span}, got {value:g}" + (f" ({why})" if why else ""))
+    finite = isinstance(value, int) or math.isfinite(value)  # an int is; math would overflow on a huge one
+    if not (finite and above and (high is None or value <= high)):
+        span = f"{'(' if open_low else '['}{_num(low)}, {'∞)' if high is None else f'{_num(high)}]'}"
+        if not isinstance(value, int):
+            shown = f"{value:g}"
+        elif value.bit_length() < 128:
+            shown = str(value)
+        else:
+            shown = f"an integer of {int(value.bit_length() * math.log10(2)) + 1} digits"
+        raise LoadConfigError(f"{option} must be in {span}, got {shown}" + (f" ({why})" if why else ""))
+
+
+def _num(bound: float) -> str:
+    """A bound as people write it: 1000000 rather than 1e+06, 1.65344e-06 as such."""
+    return str(int(bound)) if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:g}"
 
 
 def check_concurrency(option: str, value: float | None) -> None:

@@ -84,19 +84,17 @@ def _available_memory() -> int | None:
 
 def stream_bound() -> StreamBound:
     """The largest concurrency (open streams in one process) this machine holds: open files and memory."""
-    bounds = [(MAX_STREAMS, f"{MAX_STREAMS} (TCP ports to one server)")]
+    bounds = [(MAX_STREAMS, f"{MAX_STREAMS} TCP ports to one server")]
     files = _open_file_limit()
     if files is not None:
-        bounds.append(
-            (files - FD_RESERVE, f"{files - FD_RESERVE} (open-file limit {files} less {FD_RESERVE} kept)")
-        )
+        bounds.append((files - FD_RESERVE, f"open-file limit {files} less {FD_RESERVE} kept"))
     memory = _available_memory()
     if memory is not None:
         streams = memory // STREAM_BYTES
-        bounds.append((streams, f"{streams} (available memory {memory / 2**30:.1f} GiB at 1 MiB a stream)"))
+        bounds.append((streams, f"{streams} at 1 MiB in {memory / 2**30:.1f} GiB of available memory"))
     streams = max(1, min(n for n, _ in bounds))
-    reason = "; ".join(text for _, text in bounds)
-    return StreamBound(streams, f"this machine holds {streams} streams: min of {reason}")
+    reason = ", ".join(text for _, text in bounds)
+    return StreamBound(streams, f"this machine holds {streams} streams: the least of {reason}")
 
 
 def ensure_open_files(streams: int) -> None:
