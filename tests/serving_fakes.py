@@ -56,6 +56,7 @@ class Behaviour:
     delay: float = 0.0  # seconds before every chunk
     in_flight: int = 0  # completion requests being answered now
     arrivals: list[int] = field(default_factory=list)  # per request: in flight on arrival, itself included
+    fail_every: int = 0  # > 0: every fail_every-th completion request answers HTTP `status` (a flaky server)
 
 
 def fake_openai(b: Behaviour) -> Starlette:
@@ -63,7 +64,7 @@ def fake_openai(b: Behaviour) -> Starlette:
         b.requests += 1
         await request.json()
         b.arrivals.append(b.in_flight + 1)
-        if b.mode == "status":
+        if b.mode == "status" or (b.fail_every and b.requests % b.fail_every == 0):
             message = "rate limited, slow down" if b.status == 429 else "engine exploded"
             return JSONResponse(
                 {"error": {"message": message, "type": "x", "param": None, "code": None}},

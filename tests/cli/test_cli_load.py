@@ -161,6 +161,23 @@ def test_option_mistakes(urls: tuple[str, str], prompts: Path, tmp_path: Path) -
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x"}\n')
     assert_usage_error(invoke("--endpoint", spec, "--prompts", bad), "bad.jsonl:1")
+    # Issue 29: an --extra-body nested beyond the parser's depth was a traceback; one no request can carry
+    # (a lone surrogate, NaN) failed every request; each is one line now.
+    extra = ["--endpoint", spec, "--prompts", prompts, "--extra-body"]
+    assert_usage_error(invoke(*extra, "[" * 100_000), "--extra-body: not valid JSON (JSON nested too deeply")
+    assert_usage_error(invoke(*extra, '{"a": "\\ud800"}'), "--extra-body: the request holds a lone surrogate")
+    assert_usage_error(invoke(*extra, '{"a": NaN}'), "--extra-body: the request body is not JSON")
+    # Issue 29: levels, rates, traces beyond what the machine holds (load.limits): one line naming the bound.
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--concurrency", "10000000"),
+        "--concurrency",
+        "open-file",
+    )
+    assert_usage_error(invoke("--endpoint", spec, "--prompts", prompts, "--rate", "1e-300"), "--rate")
+    assert_usage_error(
+        invoke("--endpoint", spec, "--prompts", prompts, "--trace", "/dev/zero"),
+        "/dev/zero: not a regular file",
+    )
 
 
 def test_unreachable_endpoint(prompts: Path) -> None:

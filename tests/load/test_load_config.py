@@ -33,10 +33,13 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"client_processes": MAX_CLIENT_PROCESSES + 1}, "--client-processes"),
     ({"k": K_MAX_LIMIT + 1}, "--k"),
     ({"k": 10**23}, "--k"),
+    ({"k": 10**5000}, f"--k must be in [1, {K_MAX_LIMIT}], got an integer of 5001 digits"),  # no overflow
     ({"blocks": 0}, "--blocks"),
     ({"arrival": "bursty"}, "--arrival"),
     ({"chunk_counts": "all"}, "--chunk-counts"),
     ({"api": "grpc"}, "--api"),
+    ({"extra_body": {"a": "\ud800"}}, "--extra-body: the request holds a lone surrogate"),
+    ({"extra_body": {"a": math.nan}}, "--extra-body: the request body is not JSON"),
 ]
 
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import signal
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -107,14 +111,31 @@ def test_connection_refused_exits_1(prompts: Path) -> None:
     assert "connection failed" in errors[0], errors[0]
 
 
+def test_either_endpoint_measuring_nothing_exits_1(
+    fakes: tuple[Behaviour, str, Behaviour, str], prompts: Path
+) -> None:
+    # Issue 29: a baseline none of whose requests completed (beside a working endpoint) exited 0; so did a
+    # speculative endpoint that answered nothing beside a working baseline. No E_meas either way: exit 1.
+    _, good, _, bad = fakes
+    for spec, base, where in ((good, bad, " at the baseline"), (bad, good, "")):
+        result = _load("--endpoint", spec, "--baseline", base, "--prompts", prompts, "--limit", "4")
+        assert result.exit_code == 1, result.output
+        assert _errors(result) == [
+            f"error: nothing measured{where}: none of the 4 request(s) to {bad} completed (first failure: "
+            "HTTP 500: engine exploded)"
+        ]
+
+
 def test_max_error_rate(fakes: tuple[Behaviour, str, Behaviour, str], prompts: Path) -> None:
-    _, good, _, bad = fakes  # the speculative endpoint answers, its baseline fails: half the requests fail
-    args = ["--endpoint", good, "--baseline", bad, "--prompts", prompts, "--limit", "4"]
-    assert _load(*args).exit_code == 0  # some requests completed and no threshold was set
-    assert _load(*args, "--max-error-rate", "0.6").exit_code == 0
-    result = _load(*args, "--max-error-rate", "0.1")
+    good = fakes[1]
+    flaky = Behaviour(fail_every=2)  # the baseline answers HTTP 500 to every second request: 2 of 8 fail
+    with ServerThread(fake_openai(flaky)) as server:
+        args = ["--endpoint", good, "--baseline", server.url, "--prompts", prompts, "--limit", "4"]
+        assert _load(*args).exit_code == 0  # some requests completed and no threshold was set
+        assert _load(*args, "--max-error-rate", "0.3").exit_code == 0
+        result = _load(*args, "--max-error-rate", "0.1")
     assert result.exit_code == 1, result.output
-    assert _errors(result) == ["error: --max-error-rate 0.1: 4 of 8 requests failed (50.0%: HTTP 500 ×4)"]
+    assert _errors(result) == ["error: --max-error-rate 0.1: 2 of 8 requests failed (25.0%: HTTP 500 ×2)"]
     for value in ("1.5", "-0.1", "nan"):
         bad_option = _load(*args, "--max-error-rate", value)
         assert bad_option.exit_code == 2 and "--max-error-rate" in _errors(bad_option)[0]
@@ -136,14 +157,15 @@ def test_401_names_the_key_options(tiny: Any, prompts: Path) -> None:
         assert fine.exit_code in (0, 4), fine.output
 
 
-@pytest.mark.parametrize("mode", ["concurrency", "rate"])
-def test_ctrl_c_records_requests_in_flight(tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(("mode", "processes"), [("concurrency", 1), ("rate", 1), ("concurrency", 2)])
+def test_ctrl_c_records_requests_in_flight(tmp_path: Path, mode: str, processes: int) -> None:
     # Issue 12: after Ctrl-C the requests in flight vanished, so requests_sent was less than what the server
-    # had received. They are recorded as interrupted now, in the JSON, the CSV and the log.
+    # had received. They are recorded as interrupted now, in the JSON, the CSV and the log. Issue 29: with
+    # --client-processes 2 the loop's second cancel cut the wait for the workers' interrupted outcomes.
     behaviour = Behaviour(delay=0.05)  # ~0.25 s per request
     phase = Phase(concurrency=4) if mode == "concurrency" else Phase(rate=40.0)
     cfg = LoadConfig(endpoint="", prompts=PROMPTS, phases=[phase], limit=40, warmup=0, warmup_per_level=0,
-                     scrape_metrics=False)  # fmt: skip
+                     scrape_metrics=False, client_processes=processes)  # fmt: skip
     finished: list[str] = []
     paths = {"json": tmp_path / "r.json", "csv": tmp_path / "r.csv", "log": tmp_path / "r.jsonl"}
 
@@ -174,3 +196,41 @@ def test_ctrl_c_records_requests_in_flight(tmp_path: Path, mode: str) -> None:
     assert len(interrupted) == received - level["completed"]
     log = [json.loads(line) for line in paths["log"].read_text().splitlines()]
     assert len(log) == received
+
+
+SPECMETER = Path(sys.executable).with_name("specmeter")
+
+
+def test_sigterm_ends_like_ctrl_c(tmp_path: Path, prompts: Path) -> None:
+    # Issue 29: SIGTERM killed load (exit 143, no message) and the JSON lacked the level in progress.
+    behaviour = Behaviour(delay=0.05)
+    out, rows = tmp_path / "r.json", tmp_path / "r.csv"
+    with ServerThread(fake_openai(behaviour), graceful_timeout=2) as server:
+        cmd = [
+            str(SPECMETER), "load", "--endpoint", server.url, "--prompts", str(prompts), "--concurrency", "2",
+            "--limit", "200", "--warmup", "0", "--no-metrics", "-q", "--json", str(out), "--csv", str(rows),
+        ]  # fmt: skip
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+                if rows.exists() and len(rows.read_text().splitlines()) > 3:
+                    break
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        received = behaviour.requests
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith("Interrupted"), line
+    data = json.loads(out.read_text())
+    assert data["complete"] is False
+    level = data["candidates"][0]
+    assert level["complete"] is False and level["load"]["requests_sent"] == received
+    with open(rows, newline="", encoding="utf-8") as fh:
+        assert len(list(csv.DictReader(fh))) == received

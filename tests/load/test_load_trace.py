@@ -105,7 +105,8 @@ def test_mooncake_and_own_trace_formats(tmp_path: Path) -> None:
     with pytest.raises(TraceError) as info:
         load_trace(bad)
     assert str(info.value).splitlines() == [
-        f"{bad}:1: field 't': must be a number >= 0 (seconds; 't' or Mooncake's 'timestamp')",
+        f"{bad}:1: field 't': must be a number in [0, 604800] (seconds, a week at most; 't' or Mooncake's "
+        "'timestamp')",
         f"{bad}:2: field 'input_length': must be a positive integer",
         f"{bad}:3: invalid JSON (Expecting value)",
         f"{bad}:4: field 'temperature': must be a number in [0, 2]",

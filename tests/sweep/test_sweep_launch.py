@@ -4,7 +4,9 @@ and stops that leave nothing running (children included)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -135,3 +137,35 @@ def test_health_that_never_passes_times_out_and_stop_kills_the_group(tmp_path: P
     while not gone(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert gone(child), "the server's child outlived the stop"
+
+
+def test_a_server_stops_when_specmeter_is_killed(tmp_path: Path) -> None:
+    # Issue 29: after SIGKILL to sweep (no atexit, no finally) the server it launched stayed up, in its own
+    # session where no terminal signal reaches it. The kernel's parent-death signal stops it now.
+    launcher = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from specmeter.sweep.launch import ServerProcess\n"
+        "code = 'import time; time.sleep(300)'\n"
+        f"log = Path({str(tmp_path / 's.log')!r})\n"
+        "server = ServerProcess('k=2', [sys.executable, '-c', code], 'http://127.0.0.1:9', log)\n"
+        "server.start()\n"
+        "print(server.pid, flush=True)\n"
+        "time.sleep(300)\n"
+    )  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", launcher], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        pid = int(proc.stdout.readline())
+        assert not gone(pid)
+        proc.kill()  # SIGKILL: nothing of specmeter runs after it
+        proc.wait()
+        deadline = time.monotonic() + 20
+        while not gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert gone(pid), "the server outlived the specmeter that launched it"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        with contextlib.suppress(psutil.NoSuchProcess, NameError):
+            psutil.Process(pid).kill()

@@ -9,7 +9,6 @@ per load level). Ctrl-C keeps every finished request on disk and exits 130.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, cast, get_args
@@ -60,8 +59,13 @@ def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
         fail(str(e))
 
 
-def _check_failures(result: dict[str, Any], endpoint: str, max_error_rate: float | None) -> None:
-    """Exit 1 (one line) when nothing was measured, or more requests failed than ``--max-error-rate``."""
+def _check_failures(
+    result: dict[str, Any], endpoint: str, max_error_rate: float | None, baseline: str | None = None
+) -> None:
+    """Exit 1 (one line) when nothing was measured at either endpoint, or more requests failed than
+    ``--max-error-rate``."""
+    from specmeter.load.result import nothing_measured
+
     blocks = [
         block
         for level in result.get("candidates") or []
@@ -73,19 +77,20 @@ def _check_failures(result: dict[str, Any], endpoint: str, max_error_rate: float
     errors: Counter[str] = Counter()
     for b in blocks:
         errors.update(b.get("errors") or {})
-    first = next((f.get("error") for b in blocks for f in b.get("failures") or [] if f.get("error")), None)
-    if sent == 0 or failed == sent:
-        fail(f"nothing measured: none of the {sent} request(s) to {endpoint} completed"
-             + (f" (first failure: {first})" if first else ""), code=EXIT_FAILED)  # fmt: skip
+    nothing = nothing_measured(result, endpoint, baseline)
+    if nothing is not None:
+        fail(nothing, code=EXIT_FAILED)
     lo.check_failures(sent, failed, errors, max_error_rate)
 
 
 def _extra_body(value: str | None) -> dict[str, Any]:
     if value is None:
         return {}
+    from specmeter.load.client import parse_json
+
     try:
-        body = json.loads(value)
-    except ValueError as e:
+        body = parse_json(value)
+    except ValueError as e:  # nesting beyond the parser's depth included (load.client.TooDeep)
         fail(f"--extra-body: not valid JSON ({e})")
     if not isinstance(body, dict):
         fail("--extra-body: must be a JSON object, e.g. '{\"ignore_eos\": true}'")
@@ -238,12 +243,15 @@ def load(
         if not quiet:
             err_console.print(f"[bold]load level {phase.label}[/] …")
 
+    from specmeter.sweep.launch import sigterm_as_interrupt
+
     try:
-        result = asyncio.run(
-            execute_load(
-                cfg, config=config, json_out=json_out, csv_out=csv_out, log_out=log_out, on_phase=on_phase
+        with sigterm_as_interrupt():  # SIGTERM ends the run as Ctrl-C does: in-flight recorded, files saved
+            result = asyncio.run(
+                execute_load(
+                    cfg, config=config, json_out=json_out, csv_out=csv_out, log_out=log_out, on_phase=on_phase
+                )
             )
-        )
     except LoadError as e:
         fail(str(e))
     except KeyboardInterrupt:
@@ -257,7 +265,7 @@ def load(
     hygiene = result.get("hygiene") or {}
     if quiet and hygiene.get("message"):
         err_console.print(f"[bold yellow]{escape(hygiene['message'])}[/]", soft_wrap=True)
-    _check_failures(result, endpoint, max_error_rate)
+    _check_failures(result, endpoint, max_error_rate, baseline)
     if strict and hygiene.get("verdict") in ("busy", "unusable"):
         from specmeter.hygiene.verdict import EXIT_NOISY_MACHINE
 

@@ -88,7 +88,12 @@ def _search(
             fail(f"--search-range: {search_range!r} needs 0 < LOW < HIGH")
     if search == "concurrency" and (low != int(low) or high != int(high)):
         fail(f"--search-range: concurrency bounds are whole numbers, got {search_range}")
-    return SearchSettings(cast(Any, search), float(low), float(high), target, max_steps)
+    from specmeter.load.config import LoadConfigError
+
+    try:  # the machine's bounds (load.limits) are SearchSettings' own check
+        return SearchSettings(cast(Any, search), float(low), float(high), target, max_steps)
+    except LoadConfigError as e:
+        fail(str(e))
 
 
 @shared(head=lo.HEAD, tail=(*lo.TAIL, *RECORD))

@@ -32,7 +32,10 @@ from specmeter.monitoring.acceptance import steps_from_report
 from specmeter.monitoring.adapters import request_report
 from specmeter.wire.sse import DONE, SSEParser
 
-__all__ = ["ClientShards", "RequestOutcome", "StreamRequest", "StreamState", "stream_request"]
+__all__ = [
+    "ClientShards", "RequestOutcome", "StreamRequest", "StreamState", "TooDeep", "encode_body", "parse_json",
+    "printable", "stream_request",
+]  # fmt: skip
 
 try:
     import sniffio  # noqa: F401
@@ -43,6 +46,10 @@ except ImportError:
     sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
 
 DRAIN_TIMEOUT = 1.0  # seconds to finish reading a body after [DONE] before giving the connection up
+# A server's bytes are read within bounds: an SSE event longer than this (no end of line or event, say) and
+# an error body beyond the other would otherwise grow the client's memory for as long as the server sends.
+MAX_EVENT_BYTES = 64 << 20  # vLLM's first chunk with return_token_ids of a long prompt takes a few MiB
+MAX_ERROR_BODY = 64 << 10  # the message shown is its first 200 characters
 _FINISH: dict[str, FinishReason] = {
     "stop": "eos",
     "eos_token": "eos",
@@ -96,9 +103,52 @@ AUTH_HINT = (
 )
 
 
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser's recursion allows (``[`` × 100000): valid, but unreadable."""
+
+
+def parse_json(data: bytes | str) -> Any:
+    """``json.loads`` whose every failure is a ValueError: ``TooDeep`` for nesting beyond the parser's depth
+    (a RecursionError otherwise, which no caller expects from a server's bytes), plain ValueError for the rest
+    (bad JSON or UTF-8, integers of more than 4300 digits)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise TooDeep("JSON nested too deeply to read") from None
+
+
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (``"\\ud800"``: JSON can carry them, UTF-8 cannot) as backslash escapes.
+
+    A server's streamed text, error message or finish reason, and a golden set's id, may hold one; written
+    as is, it stopped ``load`` at the first CSV row (issue 29). Everything else passes unchanged."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def encode_body(payload: Mapping[str, Any]) -> bytes:
+    """The request's JSON body as httpx would send it (compact, UTF-8, no NaN); ValueError with one line when
+    it cannot be sent: a lone surrogate (a golden set's ``"\\ud800"``) has no UTF-8, NaN no JSON."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        char = e.object[e.start : e.start + 1] if isinstance(e.object, str) else "?"
+        raise ValueError(
+            f"the request holds a lone surrogate ({printable(char)}), which UTF-8 cannot encode"
+        ) from None
+    except (ValueError, TypeError, RecursionError) as e:
+        raise ValueError(f"the request body is not JSON ({printable(str(e))})") from None
+
+
 def _error_message(body: bytes) -> str:
     try:
-        obj = json.loads(body)
+        obj = parse_json(body)
     except ValueError:
         return body.decode("utf-8", "replace").strip()[:200]
     err = obj.get("error") if isinstance(obj, dict) else None
@@ -107,6 +157,24 @@ def _error_message(body: bytes) -> str:
     if isinstance(err, str):
         return err
     return json.dumps(obj)[:200]
+
+
+MAX_TOKEN_COUNT = 2**31 - 1  # a server's token count beyond int32: no context holds it
+
+
+def impossible_count(block: object, name: str, keys: tuple[str, ...]) -> str | None:
+    """Why a server's token count in ``block`` (``usage``, ``timings``) cannot be right, or None.
+
+    A negative count (or one beyond ``MAX_TOKEN_COUNT``) would be written as negative tokens/s and make
+    ``report`` refuse the file (issue 29), so the request is recorded as failed with this reason instead."""
+    if not isinstance(block, dict):
+        return None
+    for key in keys:
+        value = block.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_TOKEN_COUNT:
+            shown = str(value) if abs(value) < 10**12 else f"{value:.3g}"
+            return f"impossible count from the server: {name}.{key} = {shown}"
+    return None
 
 
 def _count(value: object) -> int | None:
@@ -148,7 +216,10 @@ class StreamState:
             self.done = True
             return True
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
+        except TooDeep as e:  # valid JSON the client cannot read: the request fails, saying why
+            self.error = f"unreadable event in stream: {e}"
+            return True
         except ValueError:
             self.malformed += 1
             return False
@@ -193,6 +264,13 @@ class StreamState:
                     self.finish = str(choice["finish_reason"])
         has_choices = bool(choices)
         usage = obj.get("usage")
+        timings = obj.get("timings")
+        impossible = impossible_count(usage, "usage", ("completion_tokens", "prompt_tokens")) or (
+            impossible_count(timings, "timings", ("predicted_n",))
+        )
+        if impossible is not None:  # the server's count cannot be right: the request fails, saying why
+            self.error = impossible
+            return True
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             total = usage["completion_tokens"]
             # Usage on the first chunks means continuous usage stats (a running total per chunk); usage that
@@ -205,7 +283,6 @@ class StreamState:
             self.usage_total = total
             if isinstance(usage.get("prompt_tokens"), int):
                 self.prompt_tokens = usage["prompt_tokens"]
-        timings = obj.get("timings")
         if isinstance(timings, dict):
             predicted = timings.get("predicted_n")
             if isinstance(predicted, int):
@@ -252,8 +329,8 @@ class StreamState:
             error = f"server finished with reason {self.finish!r}"
         steps = steps_from_report(self.spec) if self.spec is not None else None
         record = RequestRecord(
-            id=request.id,
-            category=request.category,
+            id=printable(request.id),
+            category=printable(request.category),
             prompt_tokens=self.prompt_tokens or request.prompt_tokens or 0,
             output_tokens=output,
             latency_s=emissions[-1].t if emissions else elapsed,
@@ -262,7 +339,7 @@ class StreamState:
             steps=steps or (),
             emissions=emissions,
             finish_reason=finish,
-            error=error,
+            error=None if error is None else printable(error),
         )
         return RequestOutcome(
             record=record,
@@ -273,15 +350,27 @@ class StreamState:
             started_at=self.t0,
             ended_at=ended,
             first_payload=self.first_payload,
-            raw_finish_reason=self.finish,
+            raw_finish_reason=None if self.finish is None else printable(self.finish),
             exact_steps=steps is not None,
-            text="".join(self.content),
+            text=printable("".join(self.content)),
             temperature=_temperature(request.payload.get("temperature")),
         )
 
 
 def _temperature(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+async def _read_at_most(response: httpx.Response, limit: int) -> bytes:
+    """The first ``limit`` bytes of a body (an error's): the rest is never read, however long it runs."""
+    parts: list[bytes] = []
+    size = 0
+    async for part in response.aiter_bytes():
+        parts.append(part)
+        size += len(part)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit]
 
 
 async def _drain(body: AsyncIterator[bytes]) -> None:
@@ -308,14 +397,19 @@ async def _run(
             state.sent = True
 
     try:
+        body = encode_body(request.payload)
+    except ValueError as e:  # never sent: recorded as failed, saying why, and the run goes on
+        state.error = f"not sent: {e}"
+        return
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    try:
         async with client.stream(
-            "POST", request.url, json=dict(request.payload), headers=headers, timeout=timeout,
-            extensions={"trace": trace},
+            "POST", request.url, content=body, headers=headers, timeout=timeout, extensions={"trace": trace},
         ) as response:  # fmt: skip
             state.status = response.status_code
             if response.status_code != 200:
-                body = await response.aread()
-                state.error = f"HTTP {response.status_code}: {_error_message(body)}"
+                error_body = await _read_at_most(response, MAX_ERROR_BODY)
+                state.error = f"HTTP {response.status_code}: {_error_message(error_body)}"
                 if response.status_code in (401, 403):
                     state.error += f" ({AUTH_HINT})"
                 return
@@ -323,9 +417,15 @@ async def _run(
             encoding = response.headers.get("content-encoding", "identity").lower()
             stream = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
             finished = False
+            unfinished = 0  # bytes read since the last complete event
             async for raw in stream:
                 now = perf_counter()
-                for data in parser.feed(raw):
+                events = parser.feed(raw)
+                unfinished = 0 if events else unfinished + len(raw)
+                if unfinished > MAX_EVENT_BYTES:
+                    state.error = f"unreadable stream: an event longer than {MAX_EVENT_BYTES} bytes"
+                    return
+                for data in events:
                     if state.handle(data, now):
                         finished = True
                         break
@@ -346,9 +446,13 @@ async def _run(
                 if state.handle(data, now):
                     break
     except httpx.ConnectError as e:
-        state.error = f"connection failed: {e or 'connection refused'}"
+        state.error = f"connection failed: {printable(str(e)) or 'connection refused'}"
     except httpx.ReadTimeout:
         state.error = f"stalled: no data for {stall_timeout:g}s"
+    except httpx.ConnectTimeout:  # httpx's timeouts carry no message: say which and how long
+        state.error = f"connection failed: timed out after {timeout.connect:g} s"
+    except httpx.WriteTimeout:
+        state.error = f"timeout: sending the request timed out after {timeout.write:g} s"
     except httpx.TimeoutException as e:
         state.error = f"timeout: {type(e).__name__}"
     except httpx.RemoteProtocolError as e:

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from specmeter.load import limits
+from specmeter.load.limits import MAX_SECONDS
 from specmeter.metrics.acceptance import K_MAX_LIMIT
 
 if TYPE_CHECKING:  # types only: the CLI reads the defaults at start-up without loading the workload code
@@ -45,7 +47,6 @@ Api = Literal["auto", "completions", "chat", "messages"]
 
 WARMUP_UNKNOWN_LATENCY = 4  # a rate level's warm-up when no request of the endpoint has completed yet
 MAX_CLIENT_PROCESSES = 64  # --client-processes: worker processes reading the streams (loadworkers)
-MAX_SECONDS = 7 * 86400.0  # a level, a stall or a request longer than a week is a typo
 
 
 class LoadError(RuntimeError):
@@ -57,23 +58,53 @@ class LoadConfigError(LoadError, ValueError):
 
 
 def _in(
-    option: str, value: float | None, low: float, high: float | None = None, open_low: bool = False
+    option: str,
+    value: float | None,
+    low: float,
+    high: float | None = None,
+    open_low: bool = False,
+    why: str = "",
 ) -> None:
     """``value`` is None or a finite number in [low, high] ((low, high] with ``open_low``), else one line
-    (worded as the CLI's ``check_range``: ``--warmup must be >= 0, got -1``)."""
+    (``why`` says where the bound comes from)."""
     if value is None:
         return
     above = value > low if open_low else value >= low
-    if not (math.isfinite(value) and above and (high is None or value <= high)):
-        if high is None:
-            wanted = f"{'>' if open_low else '>='} {low:g}"
+    finite = isinstance(value, int) or math.isfinite(value)  # an int is; math would overflow on a huge one
+    if not (finite and above and (high is None or value <= high)):
+        if high is None:  # worded as the CLI's ``check_range``: ``--warmup must be >= 0, got -1``
+            wanted = f"{'>' if open_low else '>='} {_num(low)}"
         else:
-            wanted = f"in {'(' if open_low else '['}{low:g}, {high:g}]"
-        shown = f"{value:g}" if isinstance(value, float) else str(value)
-        raise LoadConfigError(f"{option} must be {wanted}, got {shown}")
+            wanted = f"in {'(' if open_low else '['}{_num(low)}, {_num(high)}]"
+        if not isinstance(value, int):
+            shown = f"{value:g}"
+        elif value.bit_length() < 128:
+            shown = str(value)
+        else:
+            shown = f"an integer of {int(value.bit_length() * math.log10(2)) + 1} digits"
+        raise LoadConfigError(f"{option} must be {wanted}, got {shown}" + (f" ({why})" if why else ""))
 
 
 in_range = _in  # sweep.config checks its own fields with the same wording
+
+
+def _num(bound: float) -> str:
+    """A bound as people write it: 1000000 rather than 1e+06, 1.65344e-06 as such."""
+    return str(int(bound)) if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:g}"
+
+
+def check_concurrency(option: str, value: float | None) -> None:
+    """A concurrency this machine can hold (``load.limits.stream_bound``: open files, memory, ports)."""
+    if value is not None:
+        _in(option, value, 1)  # a cheap first check: nan, 0, negative
+        bound = limits.stream_bound()
+        _in(option, value, 1, bound.streams, why=bound.reason)
+
+
+def check_rate(option: str, value: float | None) -> None:
+    """A request rate within [``MIN_RATE``, ``MAX_RATE``] (``load.limits``)."""
+    _in(option, value, limits.MIN_RATE, limits.MAX_RATE,
+        why=f"requests per second: a mean gap of at most a week, at most {limits.MAX_RATE:g}/s")  # fmt: skip
 
 
 def _one_of(option: str, value: str, kinds: Any) -> None:
@@ -159,27 +190,41 @@ class LoadConfig:
         for phase in self.phases:
             if (phase.concurrency is None) == (phase.rate is None) and not phase.trace:
                 raise LoadConfigError("a load level is either a --concurrency or a --rate")
-            _in("--concurrency", phase.concurrency, 1)
-            _in("--rate", phase.rate, 0, open_low=True)
+            check_concurrency("--concurrency", phase.concurrency)
+            check_rate("--rate", phase.rate)
         if self.limit is not None and self.duration is not None:
             raise LoadConfigError("--limit and --duration both bound a level; give one of them")
-        _in("--limit", self.limit, 1)
-        _in("--duration", self.duration, 0, MAX_SECONDS, open_low=True)
-        _in("--warmup", self.warmup, 0)
-        _in("--warmup-per-level", self.warmup_per_level, 0)
+        requests = "requests per level and endpoint, each record kept in memory"
+        _in("--limit", self.limit, 1, limits.MAX_REQUESTS, why=requests)
+        _in("--duration", self.duration, 0, MAX_SECONDS, open_low=True, why="seconds: a week")
+        _in("--warmup", self.warmup, 0, limits.MAX_REQUESTS, why=requests)
+        _in("--warmup-per-level", self.warmup_per_level, 0, limits.MAX_REQUESTS, why=requests)
         _in("--max-tokens", self.max_tokens, 1)
         for t in (self.temperature, *self.temperatures):
             _in("--temperature", t, 0, 2)
         _in("--top-p", self.top_p, 0, 1, open_low=True)
         _in("--burstiness", self.burstiness, 0, open_low=True)
-        _in("--trace-speed", self.trace_speed, 0, open_low=True)
+        _in("--trace-speed", self.trace_speed, limits.MIN_TRACE_SPEED, limits.MAX_TRACE_SPEED)
+        if self.trace:
+            span = max(e.t for e in self.trace) / self.trace_speed
+            if span > MAX_SECONDS:
+                raise LoadConfigError(
+                    f"--trace-speed {self.trace_speed:g}: the trace would take {span:.3g} s to replay, more "
+                    f"than a week ({MAX_SECONDS:g} s); replay it faster"
+                )
         _in("--stall-timeout", self.stall_timeout, 0, MAX_SECONDS, open_low=True)
         _in("--request-timeout", self.request_timeout, 0, MAX_SECONDS, open_low=True)
         if not 1 <= self.client_processes <= MAX_CLIENT_PROCESSES:
             raise LoadConfigError(f"--client-processes must be between 1 and {MAX_CLIENT_PROCESSES}, "
                                   f"got {self.client_processes}")  # fmt: skip
         _in("--k", self.k, 1, K_MAX_LIMIT)
-        _in("--blocks", self.blocks, 1)
+        _in("--blocks", self.blocks, 1, limits.MAX_BLOCKS)
+        from specmeter.load.client import encode_body  # here: the CLI reads defaults without httpx
+
+        try:  # what every request carries must be sendable: JSON, and UTF-8 (no lone surrogate)
+            encode_body(self.extra_body)
+        except ValueError as e:
+            raise LoadConfigError(f"--extra-body: {e}") from None
         _one_of("--arrival", self.arrival, Arrival)
         _one_of("--chunk-counts", self.chunk_counts, ChunkCounts)
         _one_of("--api", self.api, Api)

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from time import perf_counter
 
 from specmeter.load.client import ClientShards, RequestOutcome, StreamRequest, StreamState, stream_request
+from specmeter.load.limits import ensure_open_files
 
 __all__ = ["OPEN_LOOP_SLOTS", "OnOutcome", "Send", "Streams", "closed_loop", "open_loop"]
 
@@ -46,7 +47,9 @@ class Streams:
         """Nothing to start in-process (``load.workers.WorkerStreams`` starts its processes here)."""
 
     def prepare(self, slots: int) -> None:
-        """Create the pools for ``slots`` slots now, outside any measured interval."""
+        """Create the pools for ``slots`` slots now, outside any measured interval, and make room for their
+        sockets under the open-file limit (``load.limits``: the config allowed no more than it can hold)."""
+        ensure_open_files(slots + slots // 4 + 2)  # each shard of 8 slots may open 2 spare connections
         self.shards.prepare(slots)
 
     def cpu_seconds(self) -> float:

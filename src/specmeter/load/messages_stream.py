@@ -20,16 +20,16 @@ What the stream says, and what it does not:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from specmeter.load.client import StreamState
+from specmeter.load.client import StreamState, TooDeep, impossible_count, parse_json
 from specmeter.metrics.records import FinishReason
 from specmeter.wire.messages import STOP_REASONS
 
 __all__ = ["MessagesStream"]
 
+_COUNTS = ("output_tokens", "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 _TEXT_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
 
 
@@ -46,7 +46,10 @@ class MessagesStream(StreamState):
     def handle(self, data: bytes, now: float) -> bool:
         """Process one event's JSON; True when the stream is over."""
         try:
-            obj = json.loads(data)
+            obj = parse_json(data)
+        except TooDeep as e:  # valid JSON the client cannot read: the request fails, saying why
+            self.error = f"unreadable event in stream: {e}"
+            return True
         except ValueError:
             self.malformed += 1
             return False
@@ -74,12 +77,16 @@ class MessagesStream(StreamState):
         elif kind == "message_start":
             message = obj.get("message")
             usage = message.get("usage") if isinstance(message, dict) else None
+            if self._impossible(usage):
+                return True
             if isinstance(usage, dict):
                 self._prompt(usage)
         elif kind == "message_delta":
             delta, usage = obj.get("delta"), obj.get("usage")
             if isinstance(delta, dict) and delta.get("stop_reason"):
                 self.finish = str(delta["stop_reason"])
+            if self._impossible(usage):
+                return True
             if isinstance(usage, dict):
                 self._output(usage)
                 if any(k in usage for k in ("input_tokens", "cache_read_input_tokens")):
@@ -96,6 +103,13 @@ class MessagesStream(StreamState):
             self.error = f"error event in stream: {what}"
             return True
         return False  # ping, content_block_stop and unknown types carry nothing to measure
+
+    def _impossible(self, usage: object) -> bool:
+        """A negative (or absurd) count in ``usage`` fails the request with the reason (issue 29)."""
+        why = impossible_count(usage, "usage", _COUNTS)
+        if why is not None:
+            self.error = why
+        return why is not None
 
     def _prompt(self, usage: dict[str, Any]) -> None:
         parts = [

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from specmeter.load.client import AUTH_HINT
+from specmeter.load.client import AUTH_HINT, parse_json, printable
 from specmeter.load.config import Endpoint, LoadConfig, LoadError, Role
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_delta
 from specmeter.monitoring.adapters import (
@@ -48,6 +48,7 @@ __all__ = ["QUEUE_SAMPLE_S", "ServerReadings", "endpoints_for", "read", "resolve
 # Seconds between samples of the server's queue gauges during a block: twice a second sees a queue build
 # up while adding far less to the server than the requests themselves (issue 19: the client's own load).
 QUEUE_SAMPLE_S = 0.5
+MODEL_LOOKUP_TIMEOUT = 10.0  # seconds for /v1/models to answer before the run stops (pass --model to skip it)
 
 
 def endpoints_for(cfg: LoadConfig) -> list[Endpoint]:
@@ -87,18 +88,20 @@ async def resolve(client: httpx.AsyncClient, ep: Endpoint, cfg: LoadConfig) -> N
 async def _first_model(client: httpx.AsyncClient, ep: Endpoint, headers: dict[str, str] | None) -> str:
     url = ep.url + "/v1/models"
     try:
-        response = await client.get(url, headers=headers, timeout=10.0)
+        response = await client.get(url, headers=headers, timeout=MODEL_LOOKUP_TIMEOUT)
+    except httpx.TimeoutException as e:  # its message is empty: say what happened
+        raise LoadError(f"cannot reach {url}: timed out after {MODEL_LOOKUP_TIMEOUT:g} s") from e
     except httpx.HTTPError as e:
-        raise LoadError(f"cannot reach {url}: {e or type(e).__name__}") from e
+        raise LoadError(f"cannot reach {url}: {printable(str(e)) or type(e).__name__}") from e
     if response.status_code in (401, 403):
         refused = " (the key given was refused)" if headers else ""
         raise LoadError(f"{url} answered HTTP {response.status_code}{refused}: {AUTH_HINT}")
     if response.status_code != 200:
         raise LoadError(f"{url} answered HTTP {response.status_code}; pass --model to skip the lookup")
     try:
-        data = response.json()["data"]
-        return str(data[0]["id"])
-    except (ValueError, KeyError, IndexError, TypeError) as e:
+        data = parse_json(response.content)["data"]
+        return printable(str(data[0]["id"]))
+    except (ValueError, KeyError, IndexError, TypeError) as e:  # TooDeep (nesting) is a ValueError
         raise LoadError(f"{url} lists no model; pass --model") from e
 
 

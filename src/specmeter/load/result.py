@@ -34,7 +34,14 @@ from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_re
 from specmeter.monitoring.adapters import unavailable_metrics
 from specmeter.report.files import ResultFile
 
-__all__ = ["LEVEL_KEY", "add_level", "effective_concurrency", "level_entry", "remote_model"]
+__all__ = [
+    "LEVEL_KEY",
+    "add_level",
+    "effective_concurrency",
+    "level_entry",
+    "nothing_measured",
+    "remote_model",
+]
 
 MAX_LISTED_FAILURES = 50
 LEVEL_KEY = ("concurrency", "rate")  # a load level's entry is keyed by its level, not by draft and k
@@ -336,3 +343,33 @@ def add_level(result: ResultFile, entry: Mapping[str, Any]) -> None:
     fields = dict(entry)
     draft, k, summary, by_category = (fields.pop(f) for f in ("draft", "k", "summary", "by_category"))
     result.add_candidate(draft, k, summary, by_category, key=LEVEL_KEY, **fields)
+
+
+def nothing_measured(result: Mapping[str, Any], endpoint: str, baseline: str | None = None) -> str | None:
+    """The one line when an endpoint completed none of its requests at any level, else None.
+
+    Either side counts alone: a baseline that answered nothing leaves every E_meas without its reference, as
+    a speculative endpoint that answered nothing leaves it without its subject (issue 29: a failing
+    baseline beside a working endpoint used to pass with exit 0).
+    """
+    levels = [level for level in result.get("candidates") or [] if isinstance(level, Mapping)]
+    sides: list[tuple[str, str, list[Any]]] = [
+        ("", endpoint, [level.get("load") for level in levels]),
+    ]
+    if baseline is not None:
+        sides.append(
+            (" at the baseline", baseline, [(lv.get("baseline") or {}).get("load") for lv in levels])
+        )
+    for where, url, found in sides:
+        blocks: list[Mapping[str, Any]] = [b for b in found if isinstance(b, Mapping)]
+        sent = sum(int(b.get("requests_sent") or 0) for b in blocks)
+        completed = sum(int(b.get("completed") or 0) for b in blocks)
+        if sent and completed:
+            continue
+        first = next(
+            (f.get("error") for b in blocks for f in b.get("failures") or [] if f.get("error")), None
+        )
+        return f"nothing measured{where}: none of the {sent} request(s) to {url} completed" + (
+            f" (first failure: {first})" if first else ""
+        )
+    return None

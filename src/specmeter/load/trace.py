@@ -25,11 +25,12 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Sequence
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
+from specmeter.load.limits import MAX_SECONDS, MAX_TRACE_BYTES, MAX_TRACE_LINE_BYTES, MAX_TRACE_LINES
 from specmeter.workloads.loader import Prompt
 from specmeter.workloads.render import plain_chat_text
 
@@ -70,15 +71,17 @@ def _parse(obj: object, where: str, line: int, problems: list[str]) -> TraceEntr
     mooncake = "timestamp" in obj
     key = "timestamp" if mooncake else "t"
     value = obj.get(key)
+    scale = 1000.0 if mooncake else 1.0
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value <= MAX_SECONDS * scale
     ):
         unit = "milliseconds" if mooncake else "seconds"
         problems.append(
-            f"{where}: field '{key}': must be a number >= 0 ({unit}; 't' or Mooncake's 'timestamp')"
+            f"{where}: field '{key}': must be a number in [0, {MAX_SECONDS * scale:.0f}] ({unit}, a week at "
+            "most; 't' or Mooncake's 'timestamp')"
         )
         return None
     before = len(problems)
@@ -106,23 +109,57 @@ def _parse(obj: object, where: str, line: int, problems: list[str]) -> TraceEntr
     )
 
 
-def load_trace(path: str | os.PathLike[str]) -> list[TraceEntry]:
-    """Every line of the trace, in time order from t = 0; TraceError listing every bad line."""
-    shown = os.fspath(path)
+def _json_line(raw: bytes) -> object:
+    """One line's JSON; ValueError with a short reason (bad UTF-8 or JSON, nesting too deep, huge numbers)."""
     try:
-        lines = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf").splitlines()
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(e.msg) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as e:  # an integer of more than 4300 digits
+        raise ValueError(str(e).split(";")[0]) from None
+
+
+def _lines(path: str | os.PathLike[str], shown: str) -> Iterator[tuple[int, bytes]]:
+    """The trace's lines, read as a stream within the bounds of ``load.limits`` (TraceError beyond them)."""
+    try:
+        with open(path, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise TraceError(f"{shown}: not a regular file (a trace is a JSONL file)")
+            if info.st_size > MAX_TRACE_BYTES:
+                raise TraceError(
+                    f"{shown}: {info.st_size} bytes, more than a trace may hold ({MAX_TRACE_BYTES} bytes)"
+                )
+            for number, raw in enumerate(iter(lambda: fh.readline(MAX_TRACE_LINE_BYTES + 1), b""), start=1):
+                if len(raw) > MAX_TRACE_LINE_BYTES:
+                    raise TraceError(f"{shown}:{number}: line longer than {MAX_TRACE_LINE_BYTES} bytes")
+                if number > MAX_TRACE_LINES:
+                    raise TraceError(f"{shown}: more than {MAX_TRACE_LINES} lines")
+                yield number, raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw
     except OSError as e:
         raise TraceError(f"{shown}: cannot read ({e.strerror or e})") from None
+
+
+def load_trace(path: str | os.PathLike[str]) -> list[TraceEntry]:
+    """Every line of the trace, in time order from t = 0; TraceError listing every bad line.
+
+    A trace is a regular file within ``load.limits``' bounds (size, line length, lines, times up to a week).
+    """
+    shown = os.fspath(path)
     problems: list[str] = []
     entries: list[TraceEntry] = []
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in _lines(path, shown):
         if not raw.strip():
             continue
         where = f"{shown}:{number}"
         try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            problems.append(f"{where}: invalid JSON ({getattr(e, 'msg', e)})")
+            obj = _json_line(raw)
+        except ValueError as e:
+            problems.append(f"{where}: invalid JSON ({e})")
             continue
         entry = _parse(obj, where, number, problems)
         if entry is not None:

@@ -15,8 +15,9 @@ each request and each outcome, and the workers' CPU (``cpu_seconds``). The main 
 (``load.loop``), the records and the readings; the data still flows one way.
 
 Ctrl-C: a request cancelled in the main process is cancelled in its worker, whose interrupted outcome comes
-back and goes to ``on_cancel`` like an in-process one. Workers ignore SIGINT (the main process owns the
-interrupt) and exit when their pipe closes, so none outlives the run.
+back and goes to ``on_cancel`` like an in-process one (waited for through further cancels, up to
+``CANCEL_WAIT``). Workers ignore SIGINT and SIGTERM (the main process owns the interrupt) and exit when
+their pipe closes, so none outlives the run.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _worker(conn: Connection, settings: dict[str, Any]) -> None:
+    # The main process owns Ctrl-C and SIGTERM (a group-wide one included) and cancels the requests in
+    # flight, whose interrupted outcomes the workers still send back; a worker stops when its pipe closes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     asyncio.run(_serve(conn, settings))
 
 
@@ -94,6 +98,27 @@ async def _serve(conn: Connection, settings: dict[str, Any]) -> None:
         await asyncio.gather(*pending, return_exceptions=True)
         await streams.aclose()
         conn.close()
+
+
+async def _outlast(future: asyncio.Future[tuple[str, Any]], timeout: float) -> RequestOutcome | None:
+    """The worker's answer to a cancelled request, waited for at most ``timeout`` s *through* further
+    cancellations: the request loop cancels its tasks again while they wait (``closed_loop`` after its
+    ``gather`` was cancelled, ``asyncio.run`` at shutdown), and a wait cut short loses the record of a
+    request the server received (issue 29: ``requests_sent: 2`` with 4 connections open)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not future.done():
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return None
+        try:
+            await asyncio.wait({future}, timeout=remaining)  # never cancels the future itself
+        except asyncio.CancelledError:
+            continue  # the caller re-raises its own cancellation once the answer is in
+    if future.cancelled() or future.exception() is not None:
+        return None
+    outcome: RequestOutcome | None = future.result()[1]
+    return outcome
 
 
 class WorkerStreams:
@@ -195,11 +220,11 @@ class WorkerStreams:
             outcome: RequestOutcome = (await asyncio.shield(future))[1]
             return outcome
         except asyncio.CancelledError:
-            conn.send(("cancel", rid))
-            with contextlib.suppress(asyncio.TimeoutError, RuntimeError):
-                _, outcome = await asyncio.wait_for(future, CANCEL_WAIT)
-                if on_cancel is not None and outcome is not None:
-                    on_cancel(outcome)
+            with contextlib.suppress(OSError, ValueError):  # a worker that is gone has nothing to cancel
+                conn.send(("cancel", rid))
+            interrupted = await _outlast(future, CANCEL_WAIT)
+            if on_cancel is not None and interrupted is not None:
+                on_cancel(interrupted)
             raise
         finally:
             self._pending.pop(rid, None)

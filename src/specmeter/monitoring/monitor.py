@@ -40,7 +40,7 @@ async def sglang_server_info_tau(
             if response.status_code != 200:
                 continue
             states = response.json().get("internal_states")
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except (httpx.HTTPError, ValueError, AttributeError, RecursionError):  # nesting beyond the parser
             continue
         values = [
             float(s["avg_spec_accept_length"])

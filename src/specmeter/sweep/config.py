@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from specmeter.load.config import MAX_SECONDS, LoadConfig, LoadConfigError, in_range, levels_echo
+from specmeter.load.config import (
+    LoadConfig,
+    LoadConfigError,
+    check_concurrency,
+    check_rate,
+    in_range,
+    levels_echo,
+)
+from specmeter.load.limits import MAX_SECONDS
 from specmeter.metrics.slo import DEFAULT_ATTAINMENT
 
 if TYPE_CHECKING:
@@ -72,6 +80,21 @@ class SearchSettings:
     high: float
     target: float
     max_steps: int = 6
+
+    def __post_init__(self) -> None:
+        """Bounds the machine can hold (``load.limits``): a search never asks a level ``load`` would refuse.
+        ``LoadConfigError`` naming ``--search-range``."""
+        if self.kind not in ("concurrency", "rate"):
+            raise LoadConfigError(f"--search: {self.kind!r} is not one of concurrency, rate")
+        for bound in (self.low, self.high):
+            if self.kind == "concurrency":
+                check_concurrency("--search-range", bound)
+            else:
+                check_rate("--search-range", bound)
+        if not self.low < self.high:
+            raise LoadConfigError(f"--search-range: needs LOW < HIGH, got {self.low:g}:{self.high:g}")
+        if not 2 <= self.max_steps <= 1000:
+            raise LoadConfigError(f"--max-steps must be in [2, 1000], got {self.max_steps}")
 
 
 @dataclass

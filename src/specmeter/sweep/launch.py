@@ -37,6 +37,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -175,6 +176,7 @@ class ServerProcess:
                     stderr=subprocess.STDOUT,
                     env=None if env is None else {**os.environ, **env},
                     start_new_session=True,
+                    preexec_fn=_die_with_parent if _PRCTL is not None else None,
                 )
             except OSError as e:
                 raise LaunchError(f"{self.name}: cannot start {self.argv[0]!r}: {e.strerror or e}") from None
@@ -269,6 +271,36 @@ class ServerProcess:
         return self.exit_code
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _prctl() -> Any:
+    """libc's ``prctl``, looked up in specmeter's process (never in a forked child: dlopen takes locks)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl() if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent() -> None:
+    """In the server's process, before it runs: SIGTERM it when specmeter dies, even by SIGKILL.
+
+    ``stop`` and the ``atexit`` stop cover every ending Python sees; a SIGKILL (the OOM killer, ``kill -9``)
+    runs neither, and the server — in its own session, so no terminal signal reaches it — would stay up.
+    Linux's parent-death signal closes that gap: the kernel sends SIGTERM to the server when the thread that
+    started it exits, so an engine stops its own workers as on any SIGTERM. Elsewhere this does nothing.
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() == 1:  # the parent died before prctl took effect: nobody would stop this server
+            os._exit(1)
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -285,10 +317,23 @@ def _stop_all() -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM raises KeyboardInterrupt: servers are stopped and results kept as on Ctrl-C."""
+    """While inside, SIGTERM is Ctrl-C: servers are stopped and results kept as on Ctrl-C.
+
+    It runs the current SIGINT handler: inside ``asyncio.run`` that is asyncio's, which cancels the main
+    task — so the run's own cancellation path records the requests in flight and saves the level in progress,
+    exactly as on Ctrl-C, and ``asyncio.run`` then raises KeyboardInterrupt — and elsewhere Python's, which
+    raises KeyboardInterrupt. (Raising it from this handler directly would kill whichever task happened to
+    run, losing its request's record.)
+    """
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        on_interrupt = signal.getsignal(signal.SIGINT)
+        if callable(on_interrupt):
+            on_interrupt(
+                signal.SIGINT, frame
+            )  # asyncio's returns (its main task is cancelled); Python's raises
+            return
+        raise KeyboardInterrupt  # SIGINT ignored: SIGTERM still ends the run
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
