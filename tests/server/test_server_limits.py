@@ -106,3 +106,36 @@ def test_tiny_temperature_is_greedy_and_tiny_top_p_keeps_the_top_token() -> None
     # Just above the threshold the distribution is finite and still sums to one.
     p = probs(logits * 50, SamplingParams(GREEDY_TEMPERATURE, 0.5))
     assert torch.isfinite(p).all() and torch.allclose(p.sum(-1), torch.ones(3))
+
+
+@pytest.fixture(scope="module")
+def served(tiny: Any) -> Iterator[str]:
+    engine = LocalEngine.load(tiny.target, tiny.draft, 4, device="cpu", model_name="tiny")
+    with ServerThread(create_app(engine, ServeConfig(max_batch=4))) as server:
+        yield server.url
+
+
+@pytest.mark.parametrize("api", list(PATHS))
+@pytest.mark.parametrize("where", ["text", "metadata key"])
+def test_lone_surrogates_are_the_clients_400_in_each_apis_shape(served: str, api: str, where: str) -> None:
+    # Issue 29.8: "\ud800" is valid JSON but not Unicode; it used to reach the tokenizer and come back as a
+    # plain-text 500.
+    body = _body(api, "fine")
+    if where == "text":
+        body = _body(api, "\ud800x")
+    else:
+        body["metadata"] = {"\udfffkey": "v"}
+    raw = json.dumps(body).encode()  # ensure_ascii: the surrogate travels as the escape \ud800
+    r = httpx.post(served + PATHS[api], content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    error = r.json()
+    if api == "messages":
+        assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+        assert "surrogate" in error["error"]["message"]
+    else:
+        assert set(error["error"]) == {"message", "type", "param", "code"}
+        assert "surrogate" in error["error"]["message"]
+        param = (
+            "metadata" if where != "text" else ("prompt" if api == "completion" else "messages[0].content")
+        )
+        assert error["error"]["param"] == param

@@ -48,7 +48,7 @@ from specmeter.server.responses import spec_metrics as spec_metrics_of
 from specmeter.server.responses import usage as usage_of
 from specmeter.server.worker import GenerationWorker, Job
 from specmeter.wire.messages import error_body, message_body, parse_messages_request
-from specmeter.wire.openai import APIError, ParsedRequest, parse_request
+from specmeter.wire.openai import APIError, ParsedRequest, parse_request, surrogate_path
 from specmeter.wire.sse import encode_data, encode_done
 
 __all__ = ["ServeConfig", "create_app"]
@@ -212,9 +212,18 @@ async def _watch_disconnect(request: Request, job: Job, put: Callable[..., None]
 
 async def _body(request: Request) -> Any:
     try:
-        return await request.json()
+        body = await request.json()
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting deeper than json's
         raise APIError(400, "could not parse the request body as JSON") from None
+    where = surrogate_path(body)
+    if where is not None:
+        raise APIError(
+            400,
+            f"'{where or 'body'}' is not valid Unicode: it holds a lone surrogate "
+            "(an unpaired \\ud800-\\udfff escape)",
+            param=where or None,
+        )
+    return body
 
 
 def _submit(
