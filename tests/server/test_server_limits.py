@@ -4,6 +4,10 @@ and tokenized off the event loop, bad text is the client's 400, a client that le
 from __future__ import annotations
 
 import json
+import logging
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -139,3 +143,116 @@ def test_lone_surrogates_are_the_clients_400_in_each_apis_shape(served: str, api
             "metadata" if where != "text" else ("prompt" if api == "completion" else "messages[0].content")
         )
         assert error["error"]["param"] == param
+
+
+@pytest.mark.parametrize("api", list(PATHS))
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_a_body_over_the_limit_is_413(tiny: Any, api: str, declared: bool) -> None:
+    # Issue 29.2: there was no limit; a 5 MB prompt was read, parsed and tokenized on the event loop.
+    engine = LocalEngine.load(tiny.target, None, 0, device="cpu", model_name="tiny")
+    with ServerThread(create_app(engine, ServeConfig(max_body_bytes=4096))) as server:
+        raw = json.dumps(_body(api, "word " * 2000)).encode()
+        content: Any = raw if declared else iter([raw[:3000], raw[3000:]])  # an iterator goes chunked
+        r = httpx.post(server.url + PATHS[api], content=content, headers={"content-type": "application/json"})
+        assert r.status_code == 413, r.text
+        error = r.json()
+        if api == "messages":
+            assert error["type"] == "error" and error["error"]["type"] == "request_too_large"
+        else:
+            assert "4096 bytes" in error["error"]["message"] and error["error"]["code"] == "request_too_large"
+        small = httpx.post(server.url + PATHS[api], json=_body(api, "word"), timeout=30)
+        assert small.status_code == 200, small.text
+
+
+def test_the_default_body_limit_follows_the_context() -> None:
+    assert ServeConfig().body_limit(None) == ServeConfig().body_limit(1024) == 2**20
+    assert ServeConfig().body_limit(131072) == 32 * 131072
+    assert ServeConfig(max_body_bytes=5000).body_limit(131072) == 5000
+    with pytest.raises(ValueError, match="max_body_bytes"):
+        ServeConfig(max_body_bytes=10)
+
+
+def test_health_answers_while_a_big_request_is_tokenized(tiny: Any) -> None:
+    # Tokenizing runs off the event loop: while one request's prompt is being tokenized (held here until
+    # /health has answered), /health and the other routes answer.
+    engine = LocalEngine.load(tiny.target, None, 0, device="cpu", model_name="tiny")
+    entered, release = threading.Event(), threading.Event()
+    encode = engine.encode_text
+
+    def slow_encode(text: str) -> list[int]:
+        entered.set()
+        release.wait(30)
+        return encode(text)
+
+    engine.encode_text = slow_encode  # type: ignore[method-assign]
+    with ServerThread(create_app(engine, ServeConfig(max_body_bytes=2**20))) as server:
+        big = {"prompt": "word " * 200_000, "max_tokens": 2}  # ~1 MB: under the limit, over the context
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(httpx.post, server.url + "/v1/completions", json=big, timeout=60)
+            try:
+                assert entered.wait(30)
+                health = httpx.get(server.url + "/health", timeout=20)
+                assert health.status_code == 200 and not answer.done()
+            finally:
+                release.set()
+            assert answer.result().status_code == 400  # over the context: still the client's 400
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    received = b""
+    while chunk := sock.recv(4096):
+        received += chunk
+    return received
+
+
+def test_half_sent_requests_are_timed_out(tiny: Any) -> None:
+    # Issue 29.3: uvicorn arms no timer before a request's head is complete; serve's protocol does, and the
+    # app bounds the body.
+    engine = LocalEngine.load(tiny.target, None, 0, device="cpu", model_name="tiny")
+    app = create_app(engine, ServeConfig(body_timeout_s=0.5))
+    with ServerThread(app, head_timeout_s=0.5) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+            time.sleep(0.3)
+            sock.sendall(b"X-Slow: 1\r\n")  # trickling bytes does not keep it open
+            # Answered and closed by the server, well before the socket's own 20 s.
+            assert _until_closed(sock).startswith(b"HTTP/1.1 408")
+        with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+            sock.sendall(b'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{"pro')
+            reply = sock.recv(4096)
+            assert reply.startswith(b"HTTP/1.1 408"), reply
+            assert b"did not arrive" in reply + sock.recv(4096)
+        # A connection kept alive after a response is bounded the same way while the next head trickles in.
+        with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+            sock.sendall(b"GET /health HTTP/1.1\r\n")
+            assert _until_closed(sock).startswith(b"HTTP/1.1 408")
+        assert httpx.get(server.url + "/health").status_code == 200
+
+
+def test_a_client_that_leaves_mid_body_is_one_log_line(tiny: Any, caplog: pytest.LogCaptureFixture) -> None:
+    engine = LocalEngine.load(tiny.target, None, 0, device="cpu", model_name="tiny")
+    server = ServerThread(create_app(engine, ServeConfig()))  # configures uvicorn's logging: hook in after
+    uvicorn_log = logging.getLogger("uvicorn")  # uvicorn's loggers do not propagate to the root
+    uvicorn_log.addHandler(caplog.handler)
+    caplog.set_level(logging.INFO, logger="uvicorn.error")
+    try:
+        with server:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+                sock.sendall(b'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{"p')
+                time.sleep(0.2)
+            deadline = time.monotonic() + 10
+            while (
+                "left" not in caplog.text and "Exception" not in caplog.text and time.monotonic() < deadline
+            ):
+                time.sleep(0.05)
+            assert httpx.get(server.url + "/health").status_code == 200
+            metrics = httpx.get(server.url + "/metrics").text.splitlines()
+            aborts = [m for m in metrics if m.startswith("vllm:request_success_total") and '"abort"' in m]
+    finally:
+        uvicorn_log.removeHandler(caplog.handler)
+    assert "Traceback" not in caplog.text and "Exception in ASGI" not in caplog.text, caplog.text
+    lines = [r for r in caplog.records if "left" in r.getMessage()]
+    assert len(lines) == 1 and "/v1/completions" in lines[0].getMessage()
+    assert len(aborts) == 1 and aborts[0].endswith(" 1.0")
