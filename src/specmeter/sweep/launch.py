@@ -342,10 +342,13 @@ class ServerProcess:
     def died(self, when: str) -> LaunchError:
         """The one line for a server that exited ``when`` (e.g. "before it was healthy")."""
         code = self.proc.poll() if self.proc is not None else None
-        if self.detached and code == 0:
-            code = None  # the launch command's own 0 says nothing about the server it detached
         last = self.last_line()
         said = f"; it said: {last}" if last else "; it printed nothing"
+        if self.detached:  # the launch command's own 0 says nothing about the server it detached
+            pids = ", ".join(map(str, self.detached))
+            return LaunchError(
+                f"{self.name}: the server (detached, pid {pids}) exited {when}{said} (log: {self.log})"
+            )
         return LaunchError(f"{self.name}: the server exited with code {code} {when}{said} (log: {self.log})")
 
     async def wait_healthy(self, timeout_s: float, headers: Mapping[str, str] | None = None) -> float:
