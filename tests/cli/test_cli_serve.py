@@ -30,6 +30,7 @@ def test_option_mistakes(tiny: Any, tmp_path: Path) -> None:
     assert_usage_error(invoke(*draft, "--k-schedule", "[[1,4,2]"), "--k-schedule: not JSON")
     assert_usage_error(invoke(*draft, "--k-schedule", str(tmp_path / "none.json")), "neither a JSON list")
     assert_usage_error(invoke("--target", tiny.target, "--port", "70000"), "--port")
+    assert_usage_error(invoke("--target", tiny.target, "--max-body-bytes", "100"), "--max-body-bytes")
     assert_usage_error(invoke("--target", tiny.target, "--implementation", "magic"), "--implementation")
     assert_usage_error(invoke("--target", tmp_path / "nowhere"), "nowhere")
     assert_usage_error(

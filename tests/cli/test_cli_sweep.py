@@ -348,3 +348,26 @@ def test_client_processes_and_max_error_rate_options(tmp_path: Path, monkeypatch
     assert_usage_error(invoke(*base, "--client-processes", "0"), "--client-processes")
     assert_usage_error(invoke(*base, "--client-processes", "65"), "--client-processes")
     assert_usage_error(invoke(*base, "--max-error-rate", "1.5"), "--max-error-rate")
+
+
+def test_a_launch_that_daemonizes_is_measured_and_stopped(tmp_path: Path) -> None:
+    # Issue 29.5: each launch double-forks and exits 0 at once; every configuration used to fail ("exited with
+    # code 0 before it was healthy") and leave its daemon running (3 here).
+    pids = tmp_path / "pids"
+    out = tmp_path / "sweep.json"
+    result = invoke(
+        "--launch", f"{sys.executable} {STUB} --port {{port}} --k {{k}} --pids {pids} --daemonize",
+        "--k", "0,4", "--concurrency", "1", "--prompts", prompts(tmp_path, 2), "--limit", "2",
+        "--warmup", "0", "--max-tokens", "4", "--startup-timeout", "30", "--stop-timeout", "2",
+        "--json", out, "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    runs = json.loads(out.read_text())["sweep"]["configurations"]
+    assert [r["status"] for r in runs] == ["ok", "ok", "ok"]
+    daemons = [int(f.read_text()) for f in pids.glob("daemon-*")]
+    children = [int(f.read_text()) for f in pids.glob("child-*")]  # k = 0's child, in the daemon's group
+    assert len(daemons) == 3 and len(children) == 2
+    deadline = time.monotonic() + 10
+    while not all(gone(p) for p in daemons + children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in daemons + children if not gone(p)] == []

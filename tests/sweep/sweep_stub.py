@@ -8,6 +8,9 @@
 - k = 3: prints one line and exits with code 3 before listening;
 - k = 4: well-behaved, like k = 0 without the child.
 
+``--daemonize``: detach before serving, as a daemon does (fork, ``setsid``, fork again; the command itself
+exits 0 at once), and write the server's pid to DIR/daemon-PORT.
+
 ``--fail K:N`` (repeatable): the configuration with draft length K answers HTTP 500 to every completion
 request after its N-th (``K:0``: to all of them), as a server that is up but broken does.
 
@@ -43,7 +46,16 @@ def main() -> None:
     parser.add_argument("--k", type=int, required=True)
     parser.add_argument("--pids", type=Path, required=True)
     parser.add_argument("--fail", action="append", default=[])
+    parser.add_argument("--daemonize", action="store_true")
     args = parser.parse_args()
+    if args.daemonize:
+        if os.fork():
+            os._exit(0)
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        args.pids.mkdir(parents=True, exist_ok=True)
+        (args.pids / f"daemon-{args.port}").write_text(str(os.getpid()))
     fail_after = {int(k): int(n) for k, _, n in (f.partition(":") for f in args.fail)}.get(args.k)
     if args.k == 3:
         print("stub: refusing to start with k=3 (unsupported draft length)", flush=True)

@@ -141,7 +141,7 @@ def test_health_that_never_passes_times_out_and_stop_kills_the_group(tmp_path: P
 
 def test_a_server_stops_when_specmeter_is_killed(tmp_path: Path) -> None:
     # Issue 29: after SIGKILL to sweep (no atexit, no finally) the server it launched stayed up, in its own
-    # session where no terminal signal reaches it. The kernel's parent-death signal stops it now.
+    # session where no terminal signal reaches it. The guard process (sweep.launch) stops it now.
     launcher = (
         "import sys, time\n"
         "from pathlib import Path\n"
@@ -169,3 +169,80 @@ def test_a_server_stops_when_specmeter_is_killed(tmp_path: Path) -> None:
             proc.kill()
         with contextlib.suppress(psutil.NoSuchProcess, NameError):
             psutil.Process(pid).kill()
+
+
+STUB = Path(__file__).parent / "sweep_stub.py"
+
+
+def _stub(tmp_path: Path, *extra: str, k: int = 4) -> ServerProcess:
+    port = free_port()
+    argv = [sys.executable, str(STUB), "--port", str(port), "--k", str(k), "--pids", str(tmp_path), *extra]
+    return ServerProcess(f"k={k}", argv, f"http://127.0.0.1:{port}", tmp_path / f"{port}.log")
+
+
+def _wait_gone(pids: list[int], seconds: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while any(not gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if not gone(p)]
+
+
+def test_a_launch_that_daemonizes_is_adopted_and_stopped(tmp_path: Path) -> None:
+    # Issue 29.5: the command double-forks and exits 0 at once; its server, in a session of its own, used to
+    # be "a server that exited before it was healthy" and was left running.
+    server = _stub(tmp_path, "--daemonize")
+    server.start()
+    try:
+        asyncio.run(server.wait_healthy(60))
+        daemon = int(next(tmp_path.glob("daemon-*")).read_text())
+        assert daemon in server.detached and server.alive()
+    finally:
+        server.stop(grace_s=5.0)
+    assert _wait_gone([daemon]) == []
+    assert not server.alive()
+
+
+def test_a_command_that_exits_0_leaving_nothing_is_still_a_server_that_exited(tmp_path: Path) -> None:
+    server = _server(tmp_path, "print('usage: serve [--port N]')")
+    server.start()
+    with pytest.raises(LaunchError, match="exited with code 0 before it was healthy"):
+        asyncio.run(server.wait_healthy(30))
+    server.stop()
+
+
+SWEEP = """
+import asyncio, sys
+from pathlib import Path
+from specmeter.sweep.launch import ServerProcess
+server = ServerProcess("k=0", sys.argv[3:], sys.argv[1], Path(sys.argv[2]) / "s.log")
+server.start()
+asyncio.run(server.wait_healthy(60))
+print(server.pid, flush=True)
+input()
+"""
+
+
+@pytest.mark.parametrize("daemonize", [False, True], ids=["foreground", "daemonized"])
+def test_servers_die_with_a_sweep_that_is_killed(tmp_path: Path, daemonize: bool) -> None:
+    # Issue 29.5: SIGKILL leaves no atexit; the guard sees its pipe close and stops the server's group (here
+    # the stub and its child) or the daemon it was told about.
+    port = free_port()
+    argv = [sys.executable, str(STUB), "--port", str(port), "--k", "0", "--pids", str(tmp_path)]
+    argv += ["--daemonize"] if daemonize else []
+    sweep = subprocess.Popen(
+        [sys.executable, "-c", SWEEP, f"http://127.0.0.1:{port}", str(tmp_path), *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sweep.stdout is not None
+        leader = int(sweep.stdout.readline())
+        pids = [int(f.read_text()) for f in tmp_path.glob("*-*") if f.name.startswith(("child-", "daemon-"))]
+        # The stub's child (k = 0 starts one), and the stub itself: the daemon, or the launch's leader.
+        pids += [] if daemonize else [leader]
+        assert len(pids) == 2 and not any(gone(p) for p in pids)
+    finally:
+        sweep.kill()
+        sweep.wait()
+    assert _wait_gone(pids) == [], "a launched server outlived the sweep that was killed"

@@ -63,6 +63,12 @@ def serve(
         256, "--default-max-tokens", help="max_tokens for requests that give none (capped by the context)."
     ),
     max_waiting: int = typer.Option(1024, "--max-waiting", help="Queued requests beyond this get HTTP 429."),
+    max_body_bytes: int | None = typer.Option(
+        None,
+        "--max-body-bytes",
+        help="Request bodies beyond this many bytes get HTTP 413. Default: 1 MiB or 32 bytes per context "
+        "position, whichever is larger.",
+    ),
     per_request_metrics: bool = typer.Option(
         True,
         "--per-request-metrics/--no-per-request-metrics",
@@ -98,6 +104,13 @@ def serve(
         fail(f"--default-max-tokens must be >= 1, got {default_max_tokens}")
     if max_waiting < 1:
         fail(f"--max-waiting must be >= 1, got {max_waiting}")
+    if max_body_bytes is not None:
+        from specmeter.server.app import ServeConfig
+
+        try:
+            ServeConfig(max_body_bytes=max_body_bytes)  # the config checks its own values
+        except ValueError as e:
+            fail(f"--max-body-bytes: {e}")
     if implementation not in ("auto", "native", "transformers"):
         fail(f"--implementation: {implementation!r} is not one of auto, native, transformers")
     from specmeter.engine.schedule import schedule_file
@@ -141,6 +154,7 @@ def serve(
         max_waiting=max_waiting,
         per_request_metrics=per_request_metrics,
         max_batch=max_batch if max_batch is not None else default_max_batch(engine),
+        max_body_bytes=max_body_bytes,
     )
     if engine.k and schedule is not None:
         mode = f"draft {engine.draft_name}, k by batch size: {engine.schedule.describe()}"

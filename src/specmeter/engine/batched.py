@@ -49,7 +49,7 @@ from typing import Any
 import torch
 
 from specmeter.engine.base import BatchedCausalLM, synchronize
-from specmeter.engine.sampling import SamplingParams, probs, sample, verify_sampling
+from specmeter.engine.sampling import SamplingParams, Verdict, probs, sample, verify_sampling
 from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import Generation
 from specmeter.metrics.records import Emission, FinishReason, StepRecord
@@ -107,6 +107,7 @@ class _Row:
     emissions: list[Emission] = field(default_factory=list)
     prefill_s: float = 0.0
     reason: FinishReason | None = None
+    error: BaseException | None = None  # its own sampling raised: it leaves alone, at the end of the step
 
     def generation(self) -> Generation:
         reason: FinishReason = self.reason or "length"
@@ -161,6 +162,9 @@ class BatchedDecoder:
                 raise ValueError(f"synthetic acceptance needs a rate for each of {self.k_max} positions")
             self._synthetic = conditional_rates(synthetic)
         self._uniform = torch.Generator().manual_seed(seed)  # synthetic draws of rows without a generator
+        # Rows whose own sampling raised, by tag: they leave with finish reason "interrupted" and the
+        # caller takes their error from here (``pop_error``); the other rows go on (issue 29).
+        self.errors: dict[Any, BaseException] = {}
         for m in self._models():
             m.batch_reset(max_batch, 256)
 
@@ -197,6 +201,10 @@ class BatchedDecoder:
             done += self._decode()
         return done
 
+    def pop_error(self, tag: Any) -> BaseException | None:
+        """The error that ended the sequence ``tag`` alone, if one did (its Generation says "interrupted")."""
+        return self.errors.pop(tag, None)
+
     def run(self) -> list[tuple[Any, Generation]]:
         """Step until nothing is live or waiting."""
         done: list[tuple[Any, Generation]] = []
@@ -210,8 +218,11 @@ class BatchedDecoder:
         """One token per row from logits [R, V]: argmax for greedy rows, a draw for sampling rows."""
         tokens: list[int] = logits.argmax(-1).tolist()
         for r, row in enumerate(rows):
-            if not row.req.params.greedy:
-                tokens[r] = sample(probs(logits[r], row.req.params), row.req.generator)
+            if not row.req.params.greedy and row.error is None:
+                try:
+                    tokens[r] = sample(probs(logits[r], row.req.params), row.req.generator)
+                except Exception as e:  # this row's own sampling: it fails alone
+                    row.error = e
         return tokens
 
     def _admit(self) -> list[tuple[Any, Generation]]:
@@ -242,6 +253,9 @@ class BatchedDecoder:
 
     def _commit(self, row: _Row, new: list[int]) -> None:
         """Append ``new`` (cut at EOS), record the emission, decide whether the row is finished."""
+        if row.error is not None:  # nothing more reaches its client; it leaves with its error
+            row.reason = "interrupted"
+            return
         for i, tok in enumerate(new):
             if tok in self.eos_ids:
                 new, row.reason = new[: i + 1], "eos"
@@ -262,6 +276,8 @@ class BatchedDecoder:
             row = self._live[r]
             if row.reason is None:
                 continue
+            if row.error is not None:
+                self.errors[row.req.tag] = row.error
             done.append((row.req.tag, row.generation()))
             last = len(self._live) - 1
             if r != last:
@@ -302,10 +318,13 @@ class BatchedDecoder:
                 for i in range(depth):
                     tokens: list[int] = q_logits.argmax(-1).tolist()
                     for r, row in enumerate(rows):
-                        if not row.req.params.greedy:
-                            q = probs(q_logits[r], row.req.params)
-                            qs[r].append(q)
-                            tokens[r] = sample(q, row.req.generator)
+                        if not row.req.params.greedy and row.error is None:
+                            try:
+                                q = probs(q_logits[r], row.req.params)
+                                qs[r].append(q)
+                                tokens[r] = sample(q, row.req.generator)
+                            except Exception as e:  # this row's own sampling: it fails alone
+                                row.error = e
                         ys[r].append(tokens[r])
                     if i < depth - 1:
                         q_logits = draft.forward_rows(0, [[t] for t in tokens])[:, 0, : self.vocab]
@@ -362,7 +381,7 @@ class BatchedDecoder:
         out = []
         for r, row in enumerate(rows):
             d, o = ds[r], offsets[r]
-            if row.req.params.greedy:
+            if row.req.params.greedy or row.error is not None:
                 # [y1, y2, y3] vs target's picks [c1, c2, c3, c4]: accept while equal, then take c_{a+1}.
                 picks = choice[r][o : o + d + 1]
                 a = 0
@@ -370,10 +389,14 @@ class BatchedDecoder:
                     a += 1
                 out.append((a, picks[a]))
             else:
-                p = probs(p_logits[r, o : o + d + 1], row.req.params)  # [d+1, V]
-                q = torch.stack(qs[r][:d]) if d else p.new_zeros((0, p.shape[-1]))
-                y = torch.tensor(ys[r][:d], dtype=torch.long, device=p.device)
-                v = verify_sampling(p, q, y, row.req.generator)
+                try:
+                    p = probs(p_logits[r, o : o + d + 1], row.req.params)  # [d+1, V]
+                    q = torch.stack(qs[r][:d]) if d else p.new_zeros((0, p.shape[-1]))
+                    y = torch.tensor(ys[r][:d], dtype=torch.long, device=p.device)
+                    v = verify_sampling(p, q, y, row.req.generator)
+                except Exception as e:  # this row's own sampling: it fails alone
+                    row.error = e
+                    v = Verdict(0, choice[r][o])
                 out.append((v.accepted, v.token))
         return out
 
@@ -395,10 +418,12 @@ class BatchedDecoder:
             a = 0
             while a < d and draws[a] < conditional[a]:
                 a += 1
-            if row.req.params.greedy:
-                token = choice[r][o + a]
-            else:
-                token = sample(probs(p_logits[r, o + a], row.req.params), row.req.generator)
+            token = choice[r][o + a]
+            if not row.req.params.greedy and row.error is None:
+                try:
+                    token = sample(probs(p_logits[r, o + a], row.req.params), row.req.generator)
+                except Exception as e:  # this row's own sampling: it fails alone
+                    row.error = e
             out.append((a, token))
         return out
 
@@ -427,4 +452,6 @@ def decode_batch(
     for r in tagged:
         decoder.add(r)
     results: dict[int, Generation] = dict(decoder.run())
+    if decoder.errors:  # a caller of the whole batch gets the first failure, as before rows failed alone
+        raise next(iter(decoder.errors.values()))
     return [results[i] for i in range(len(requests))]

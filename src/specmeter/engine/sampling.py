@@ -11,10 +11,15 @@ from dataclasses import dataclass
 
 import torch
 
+# Temperatures below this are greedy decoding (vLLM's ``_SAMPLING_EPS``, vllm/sampling_params.py, v0.32):
+# dividing logits by 1e-300 overflows to inf and the softmax to NaN, and long before that the distribution
+# is a point mass on the argmax anyway. docs/serving.md ("Limits") states it.
+GREEDY_TEMPERATURE = 1e-5
+
 
 @dataclass(frozen=True)
 class SamplingParams:
-    temperature: float = 0.0  # 0 means greedy
+    temperature: float = 0.0  # below GREEDY_TEMPERATURE (0 included) means greedy
     top_p: float = 1.0
 
     def __post_init__(self) -> None:
@@ -25,17 +30,24 @@ class SamplingParams:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0.0
+        return self.temperature < GREEDY_TEMPERATURE
 
 
 def probs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """Logits [..., V] -> probabilities [..., V] after temperature and top-p (nucleus) filtering."""
+    """Logits [..., V] -> probabilities [..., V] after temperature and top-p (nucleus) filtering.
+
+    Greedy parameters give the argmax's point mass. Top-p always keeps the most likely token, as vLLM's
+    top-p filter does, so a ``top_p`` too small to survive float32 (5e-324) is top-1 rather than no token.
+    """
+    if params.greedy:
+        return torch.zeros_like(logits, dtype=torch.float).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
     p = torch.softmax(logits.float() / params.temperature, dim=-1)
     if params.top_p >= 1.0:
         return p
     sorted_p, order = torch.sort(p, dim=-1, descending=True)
     # Keep the smallest prefix whose mass reaches top_p: a token stays if the mass before it is < top_p.
     keep_sorted = (sorted_p.cumsum(-1) - sorted_p) < params.top_p
+    keep_sorted[..., 0] = True
     keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
     p = p * keep
     return p / p.sum(-1, keepdim=True)

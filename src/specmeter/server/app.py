@@ -19,9 +19,12 @@ import asyncio
 import contextlib
 import functools
 import hmac
+import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -29,7 +32,7 @@ from typing import Any, Literal
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -48,10 +51,19 @@ from specmeter.server.responses import spec_metrics as spec_metrics_of
 from specmeter.server.responses import usage as usage_of
 from specmeter.server.worker import GenerationWorker, Job
 from specmeter.wire.messages import error_body, message_body, parse_messages_request
-from specmeter.wire.openai import APIError, ParsedRequest, parse_request
+from specmeter.wire.openai import APIError, ParsedRequest, parse_request, surrogate_path
 from specmeter.wire.sse import encode_data, encode_done
 
-__all__ = ["ServeConfig", "create_app"]
+__all__ = ["BODY_BYTES_PER_POSITION", "MIN_BODY_BYTES", "ServeConfig", "create_app"]
+
+# The server's log: uvicorn's own logger, so these lines appear where uvicorn's do, in its format.
+server_log = logging.getLogger("uvicorn.error")
+
+MIN_BODY_BYTES = 1024  # the smallest --max-body-bytes (a request with a short prompt fits)
+DEFAULT_BODY_BYTES = 2**20  # 1 MiB: the default body limit, unless the context asks for more
+# A prompt that fills the context, as JSON: ~4 characters a token, each up to 6 bytes escaped (\uXXXX), or
+# token ids of up to 7 digits and ", ": 32 bytes a position holds either with room to spare.
+BODY_BYTES_PER_POSITION = 32
 
 Kind = Literal["completion", "chat"]
 Events = asyncio.Queue[tuple[Any, ...]]  # ("tokens", ids), ("done", result, error) or ("disconnect",)
@@ -67,6 +79,21 @@ class ServeConfig:
     max_waiting: int = 1024  # queued requests beyond this get 429
     max_batch: int = 1  # sequences decoded together (continuous batching); 1 = one at a time, FIFO
     per_request_metrics: bool = True  # vLLM-style metrics.speculative_decoding in responses
+    max_body_bytes: int | None = None  # request bodies beyond this get 413; None: body_limit's default
+    body_timeout_s: float = 60.0  # a request body not received within this gets 408
+
+    def __post_init__(self) -> None:
+        if self.max_body_bytes is not None and self.max_body_bytes < MIN_BODY_BYTES:
+            raise ValueError(f"max_body_bytes must be >= {MIN_BODY_BYTES}, got {self.max_body_bytes}")
+        if not self.body_timeout_s > 0:
+            raise ValueError(f"body_timeout_s must be > 0, got {self.body_timeout_s}")
+
+    def body_limit(self, context_length: int | None) -> int:
+        """The largest request body accepted, in bytes: ``max_body_bytes`` or, by default, 1 MiB or 32 bytes
+        per context position, whichever is larger (a prompt that fills the context fits, as text or ids)."""
+        if self.max_body_bytes is not None:
+            return self.max_body_bytes
+        return max(DEFAULT_BODY_BYTES, BODY_BYTES_PER_POSITION * (context_length or 0))
 
 
 class _Server:
@@ -80,6 +107,11 @@ class _Server:
             engine, self.metrics, self._log_request, config.max_waiting, max_batch=config.max_batch
         )
         self.created = int(time.time())
+        self.body_limit = config.body_limit(engine.context_length)
+        # Parsing and tokenizing run here, off the event loop: a 1 MB prompt takes the tokenizer seconds,
+        # during which /health, /metrics and every stream must go on answering (issue 29). One thread:
+        # requests are tokenized one at a time, so big ones cannot pile up in memory together.
+        self.tokenizing = ThreadPoolExecutor(1, thread_name_prefix="specmeter-tokenize")
 
     def _log_request(self, job: Job, result: GenerationResult) -> None:
         if self.sink is None:
@@ -210,20 +242,75 @@ async def _watch_disconnect(request: Request, job: Job, put: Callable[..., None]
             return
 
 
-async def _body(request: Request) -> Any:
+class _ClientLeft(Exception):
+    """The client disconnected before its request was read: nobody to answer."""
+
+
+async def _read(server: _Server, request: Request) -> bytes:
+    """The request body, at most ``server.body_limit`` bytes (413 beyond it, before reading it when the
+    Content-Length says so), within ``body_timeout_s`` (408)."""
+    limit = server.body_limit
+    too_large = APIError(
+        413,
+        f"the request body is larger than this server's limit of {limit} bytes (serve --max-body-bytes)",
+        code="request_too_large",
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+
+    async def collect() -> None:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+
     try:
-        return await request.json()
+        await asyncio.wait_for(collect(), server.config.body_timeout_s)
+    except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
+        timeout = server.config.body_timeout_s
+        raise APIError(408, f"the request body did not arrive within {timeout:g} s") from None
+    except ClientDisconnect:
+        raise _ClientLeft from None
+    return b"".join(chunks)
+
+
+def _parse_json(raw: bytes) -> Any:
+    try:
+        body = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting deeper than json's
         raise APIError(400, "could not parse the request body as JSON") from None
+    where = surrogate_path(body)
+    if where is not None:
+        raise APIError(
+            400,
+            f"'{where or 'body'}' is not valid Unicode: it holds a lone surrogate "
+            "(an unpaired \\ud800-\\udfff escape)",
+            param=where or None,
+        )
+    return body
 
 
-def _submit(
-    server: _Server, request: Request, parsed: ParsedRequest, kind: Kind | Literal["messages"]
-) -> tuple[Job, Events, Watch]:
-    """Queue a checked request on the worker: the job, the queue its events arrive on, and the watcher that
-    cancels the job when the client disconnects (a ``disconnect`` event)."""
-    ids, max_tokens = server.prepare(parsed)
+async def _submit(
+    server: _Server,
+    request: Request,
+    parse: Callable[[Any], ParsedRequest],
+    kind: Kind | Literal["messages"],
+) -> tuple[ParsedRequest, Job, Events, Watch]:
+    """Read, check and queue a request on the worker: the parsed request, the job, the queue its events
+    arrive on, and the watcher that cancels the job when the client disconnects (a ``disconnect`` event).
+    Parsing and tokenizing run on the server's tokenizing thread, never on the event loop."""
+    raw = await _read(server, request)
+
+    def check() -> tuple[ParsedRequest, list[int], int]:
+        parsed = parse(_parse_json(raw))
+        return (parsed, *server.prepare(parsed))
+
     loop = asyncio.get_running_loop()
+    parsed, ids, max_tokens = await loop.run_in_executor(server.tokenizing, check)
     events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
     put = _bridge(loop, events)
     prefix = {"completion": "cmpl", "chat": "chatcmpl", "messages": "msg"}[kind]
@@ -243,13 +330,13 @@ def _submit(
             type="rate_limit_error",
             code="rate_limit_exceeded",
         )
-    return job, events, functools.partial(_watch_disconnect, request, job, put)
+    return parsed, job, events, functools.partial(_watch_disconnect, request, job, put)
 
 
 async def _generate(server: _Server, request: Request, kind: Kind) -> Response:
     server.authorize(request)
-    parsed = parse_request(await _body(request), kind, server.engine.model_name)
-    job, events, watch = _submit(server, request, parsed, kind)
+    model = server.engine.model_name
+    parsed, job, events, watch = await _submit(server, request, lambda b: parse_request(b, kind, model), kind)
     if parsed.stream:
         return StreamingResponse(_stream(server, parsed, job, events, watch), media_type="text/event-stream")
     return await _complete(server, parsed, job, events, watch)
@@ -259,8 +346,9 @@ async def _messages(server: _Server, request: Request) -> Response:
     """Anthropic's Messages API: the same engine and queue, Anthropic's shapes and errors."""
     try:
         server.authorize(request, x_api_key=True)
-        parsed = parse_messages_request(await _body(request), server.engine.model_name)
-        job, events, watch = _submit(server, request, parsed, "messages")
+        served = server.engine.model_name
+        parse: Callable[[Any], ParsedRequest] = lambda b: parse_messages_request(b, served)  # noqa: E731
+        parsed, job, events, watch = await _submit(server, request, parse, "messages")
         model = parsed.model
         if parsed.stream:
             return StreamingResponse(
@@ -423,6 +511,14 @@ def create_app(engine: ServingEngine, config: ServeConfig | None = None) -> Star
         assert isinstance(exc, APIError)
         return _error(exc)
 
+    async def client_left(request: Request, exc: Exception) -> Response:
+        # A client that disconnects before its request was read is an abort, in one line of the log.
+        server.metrics.observe_abort(None)
+        server_log.info(
+            "%s %s: the client left before sending its whole request", request.method, request.url.path
+        )
+        return Response(status_code=499)  # nginx's "client closed request"; nobody reads it
+
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         kind = "NotFoundError" if exc.status_code == 404 else "invalid_request_error"
@@ -439,6 +535,7 @@ def create_app(engine: ServingEngine, config: ServeConfig | None = None) -> Star
             yield
         finally:
             server.worker.stop()
+            server.tokenizing.shutdown(wait=False, cancel_futures=True)
             if server.sink is not None:
                 server.sink.close()
 
@@ -451,7 +548,7 @@ def create_app(engine: ServingEngine, config: ServeConfig | None = None) -> Star
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
         ],
-        exception_handlers={APIError: api_error, HTTPException: http_error},
+        exception_handlers={APIError: api_error, HTTPException: http_error, _ClientLeft: client_left},
         lifespan=lifespan,
     )
     app.state.server = server

@@ -52,7 +52,9 @@ class BatchSession(Protocol):
     """Continuous batching: sequences join with ``add`` and advance together, one ``step`` at a time.
 
     Driven by one thread (the worker's). ``add`` queues a sequence that joins at the next step; ``step``
-    runs one decode step of every live sequence and returns ``(tag, result)`` for those that finished.
+    runs one decode step of every live sequence and returns ``(tag, result)`` for those that finished —
+    ``result`` is the exception of a sequence that failed alone (its own sampling), the others going on.
+    An exception out of ``step`` itself fails every live sequence.
     """
 
     @property
@@ -60,7 +62,7 @@ class BatchSession(Protocol):
 
     def add(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit, tag: Any) -> None: ...
 
-    def step(self) -> Sequence[tuple[Any, GenerationResult]]: ...
+    def step(self) -> Sequence[tuple[Any, GenerationResult | BaseException]]: ...
 
 
 class ServingEngine(Protocol):

@@ -162,5 +162,6 @@ class LocalBatch:
         params = SamplingParams(decoding.temperature, decoding.top_p)
         self.decoder.add(SequenceRequest(prompt_ids, decoding.max_tokens, params, generator, on_emit, tag))
 
-    def step(self) -> list[tuple[Any, Generation]]:
-        return self.decoder.step()
+    def step(self) -> list[tuple[Any, Generation | BaseException]]:
+        """The sequences that finished; one whose own sampling failed comes back as its error."""
+        return [(tag, self.decoder.pop_error(tag) or gen) for tag, gen in self.decoder.step()]

@@ -203,10 +203,12 @@ class ServerMetrics:
                 for i in range(min(step.accepted, self.k)):
                     self.per_pos[i].inc()
 
-    def observe_abort(self, queued_s: float) -> None:
-        """Account a request that ended before it started: its client disconnected while it waited."""
+    def observe_abort(self, queued_s: float | None) -> None:
+        """Account a request that ended before it started: its client disconnected while it waited
+        (``queued_s``), or before it had sent the whole request (None: it never reached the queue)."""
         self.success["abort"].inc()
-        self.queue.observe(queued_s)
+        if queued_s is not None:
+            self.queue.observe(queued_s)
 
     def text(self) -> bytes:
         return generate_latest(self.registry)

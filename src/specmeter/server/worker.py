@@ -226,7 +226,11 @@ class GenerationWorker:
                 with self._lock:
                     job = self.live.pop(tag)
                 self._gauges()
-                self._finished(job, result)
+                if isinstance(result, BaseException):  # this request failed alone: its own 500
+                    log.error("generation of %s failed", job.request_id, exc_info=result)
+                    job.on_done(None, result)
+                else:
+                    self._finished(job, result)
 
     def _admit(self, session: BatchSession, job: Job) -> None:
         job.started = perf_counter()

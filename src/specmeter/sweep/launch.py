@@ -21,6 +21,21 @@ The server runs in its own session (a new process group), its output goes to a l
 workers (vLLM's engine core, a tokenizer pool) is stopped with all its children. Every started server is
 also registered for an ``atexit`` stop, the last line of defence when the caller dies of an exception
 nobody caught; a SIGTERM to specmeter itself becomes the same path as Ctrl-C (:func:`sigterm_as_interrupt`).
+
+Two cases ``atexit`` cannot reach (issue 29.5):
+
+- **specmeter killed** (SIGKILL, the OOM killer): no Python code runs. Each server gets a *guard*, a tiny
+  Python process in its own session that reads a pipe whose only write end specmeter holds; the kernel closes
+  it when specmeter dies, however it dies, and the guard then stops the server's group (SIGTERM, 5 s, SIGKILL)
+  and every process it was told about. A normal stop tells the guard "done" first. (``PR_SET_PDEATHSIG`` is
+  not used: it reaches only the direct child, and fires when the *thread* that forked it ends.)
+- **a launch that detaches** (a command that double-forks and calls ``setsid``, leaving the server in a
+  session of its own): on Linux specmeter makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``)
+  while it has servers, so the detached server is re-parented to it. When the launched command exits 0
+  before its server is healthy, those adopted processes are the server: specmeter waits for their health
+  as usual, stops them by pid (their own process groups) with the launch's group, and tells the guard. A
+  command that exits 0 leaving nothing behind is a server that exited, as before.
+
 Every problem is a :class:`LaunchError` with one line naming the configuration and the server's last log
 line.
 """
@@ -46,6 +61,7 @@ from types import FrameType
 from typing import Any
 
 import httpx
+import psutil
 
 from specmeter.engine.schedule import KSchedule
 
@@ -65,6 +81,45 @@ PLACEHOLDERS = ("{port}", "{k}", "{draft}", "{spec}", "{schedule}")
 HEALTH_PATHS = ("/health", "/v1/models")
 STOP_GRACE_S = 20.0  # SIGTERM → SIGKILL
 _LIVE: set[ServerProcess] = set()
+GUARD_GRACE_S = 5.0  # the guard's SIGTERM → SIGKILL, when specmeter died without stopping the server
+
+# The guard (see the module's docstring): argv[1] is the launch's process group; stdin is specmeter's pipe,
+# which sends the pids of processes that detached, then "done" on a normal stop, or nothing at all: EOF.
+_GUARD = r"""
+import os, signal, sys, time
+groups, pids = {int(sys.argv[1])}, set()
+for line in sys.stdin:
+    word = line.strip()
+    if word == "done":
+        sys.exit(0)
+    if word.isdigit():
+        pids.add(int(word))
+        try:  # its group now, while it lives: the processes it started share it
+            groups.add(os.getpgid(int(word)))
+        except OSError:
+            pass
+groups.discard(os.getpgrp())
+def send(sig):
+    alive = False
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+            alive = True
+        except OSError:
+            pass
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+            alive = True
+        except OSError:
+            pass
+    return alive
+send(signal.SIGTERM)
+deadline = time.monotonic() + float(sys.argv[2])
+while send(0) and time.monotonic() < deadline:
+    time.sleep(0.1)
+send(signal.SIGKILL)
+"""
 
 
 class LaunchError(RuntimeError):
@@ -163,10 +218,15 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         self.exit_code: int | None = None
+        self._wall_start = 0.0
+        self.detached: list[int] = []  # processes that left the launch's session and were adopted (pids)
+        self._guard: subprocess.Popen[bytes] | None = None
+        self._guard_pipe: int | None = None
 
     def start(self, env: Mapping[str, str] | None = None) -> None:
         """Start the command in a new session; LaunchError when it cannot even be executed."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        _subreaper(True)  # before the launch: a server that detaches is re-parented to specmeter
         with self.log.open("wb") as out:
             try:
                 self.proc = subprocess.Popen(
@@ -176,18 +236,84 @@ class ServerProcess:
                     stderr=subprocess.STDOUT,
                     env=None if env is None else {**os.environ, **env},
                     start_new_session=True,
-                    preexec_fn=_die_with_parent if _PRCTL is not None else None,
                 )
             except OSError as e:
                 raise LaunchError(f"{self.name}: cannot start {self.argv[0]!r}: {e.strerror or e}") from None
         self.started_at = time.monotonic()
+        self._wall_start = time.time()
         _LIVE.add(self)
+        self._start_guard()
+
+    def _start_guard(self) -> None:
+        """The guard that stops this server if specmeter dies without stopping it (module docstring)."""
+        assert self.proc is not None
+        read, write = os.pipe()  # not inherited by the server: only the guard gets the read end, as stdin
+        try:
+            self._guard = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _GUARD, str(self.proc.pid), str(GUARD_GRACE_S)],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C to specmeter's terminal is not for the guard
+            )
+        except OSError:
+            os.close(write)
+            self._guard = None  # no guard: atexit and stop() still stop the server
+        else:
+            self._guard_pipe = write
+        finally:
+            os.close(read)
+
+    def _tell_guard(self, word: str) -> None:
+        if self._guard_pipe is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._guard_pipe, f"{word}\n".encode())
+
+    def _end_guard(self) -> None:
+        """A normal stop: the guard leaves without killing anything."""
+        self._tell_guard("done")
+        if self._guard_pipe is not None:
+            os.close(self._guard_pipe)
+            self._guard_pipe = None
+        if self._guard is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._guard.wait(timeout=5)
+            self._guard = None
+
+    def _follow_detached(self) -> None:
+        """The adopted processes still running, and any new ones (told to the guard): a double fork's
+        middle process is adopted for the moment it lives, the server for good."""
+        running = [pid for pid in self.detached if _running(pid)]
+        new = [pid for pid in self._adopt() if pid not in running]
+        for pid in new:
+            self._tell_guard(str(pid))
+        self.detached = running + new
+
+    def _adopt(self) -> list[int]:
+        """Processes the launch left behind in sessions of their own, re-parented to specmeter (the
+        subreaper): children of this process, outside its session, started since the launch, and not
+        another server's leader or guard."""
+        known = {p for s in _LIVE for p in (s.pid, s._guard.pid if s._guard is not None else None) if p}
+        own_session = os.getsid(0)
+        found = []
+        for child in psutil.Process().children():
+            try:
+                if child.pid in known or os.getsid(child.pid) == own_session:
+                    continue
+                if child.create_time() < self._wall_start - 1.0:
+                    continue
+            except (psutil.Error, OSError):
+                continue
+            found.append(child.pid)
+        return found
 
     @property
     def pid(self) -> int | None:
         return None if self.proc is None else self.proc.pid
 
     def alive(self) -> bool:
+        if self.detached:
+            return any(_running(pid) for pid in self.detached)
         return self.proc is not None and self.proc.poll() is None
 
     def last_line(self) -> str:
@@ -218,6 +344,11 @@ class ServerProcess:
         code = self.proc.poll() if self.proc is not None else None
         last = self.last_line()
         said = f"; it said: {last}" if last else "; it printed nothing"
+        if self.detached:  # the launch command's own 0 says nothing about the server it detached
+            pids = ", ".join(map(str, self.detached))
+            return LaunchError(
+                f"{self.name}: the server (detached, pid {pids}) exited {when}{said} (log: {self.log})"
+            )
         return LaunchError(f"{self.name}: the server exited with code {code} {when}{said} (log: {self.log})")
 
     async def wait_healthy(self, timeout_s: float, headers: Mapping[str, str] | None = None) -> float:
@@ -227,7 +358,10 @@ class ServerProcess:
         last_error = "no answer"
         async with httpx.AsyncClient(timeout=5.0) as client:
             while True:
-                if self.proc.poll() is not None:
+                code = self.proc.poll()
+                if code == 0:  # a command that daemonized its server, or that just ended
+                    self._follow_detached()
+                if code is not None and not self.detached:
                     raise self.died("before it was healthy")
                 for path in HEALTH_PATHS:
                     try:
@@ -248,12 +382,15 @@ class ServerProcess:
                 await asyncio.sleep(0.25)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
-        """SIGTERM to the process group, SIGKILL after ``grace_s``; idempotent. Returns the exit code."""
+        """SIGTERM to the process group (and to the groups of processes that detached), SIGKILL after
+        ``grace_s``; idempotent. Returns the exit code."""
         if self.proc is None:
             return None
         pgid = self.proc.pid  # start_new_session: the group's id is the leader's pid
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
+        if self.detached:
+            self._stop_detached(grace_s)
         try:
             self.proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -267,41 +404,62 @@ class ServerProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
         self.exit_code = self.proc.returncode
+        self._end_guard()
         _LIVE.discard(self)
+        if not _LIVE:
+            _subreaper(False)
         return self.exit_code
 
+    def _stop_detached(self, grace_s: float) -> None:
+        """The adopted processes, each by its own process group: SIGTERM, ``grace_s``, SIGKILL, reaped."""
+        groups = set()
+        for pid in self.detached:
+            with contextlib.suppress(OSError):
+                group = os.getpgid(pid)
+                if group != os.getpgrp():
+                    groups.add(group)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for group in groups:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, sig)
+            for pid in self.detached:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 10.0)
+            while any(_running(pid) for pid in self.detached) and time.monotonic() < deadline:
+                time.sleep(0.1)
 
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie child of specmeter's (an adopted process that ended) is reaped."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
 
 
-def _prctl() -> Any:
-    """libc's ``prctl``, looked up in specmeter's process (never in a forked child: dlopen takes locks)."""
+def _subreaper(on: bool) -> bool:
+    """Make specmeter the child subreaper of its descendants (Linux ``PR_SET_CHILD_SUBREAPER``), or stop
+    being one; False where the platform has no such thing."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(36, int(on), 0, 0, 0) == 0)  # 36: PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _prctl() if sys.platform.startswith("linux") else None
-
-
-def _die_with_parent() -> None:
-    """In the server's process, before it runs: SIGTERM it when specmeter dies, even by SIGKILL.
-
-    ``stop`` and the ``atexit`` stop cover every ending Python sees; a SIGKILL (the OOM killer, ``kill -9``)
-    runs neither, and the server — in its own session, so no terminal signal reaches it — would stay up.
-    Linux's parent-death signal closes that gap: the kernel sends SIGTERM to the server when the thread that
-    started it exits, so an engine stops its own workers as on any SIGTERM. Elsewhere this does nothing.
-    """
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() == 1:  # the parent died before prctl took effect: nobody would stop this server
-            os._exit(1)
+        return False
 
 
 def _group_alive(pgid: int) -> bool:
+    # Members that ended while specmeter was their subreaper are its zombies: reap them, or they count.
+    with contextlib.suppress(ChildProcessError, OSError):
+        while os.waitpid(-pgid, os.WNOHANG)[0]:
+            pass
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["APIError", "ParsedRequest", "parse_request"]
+__all__ = ["APIError", "ParsedRequest", "parse_request", "surrogate_path"]
 
 ROLES = ("system", "user", "assistant")
 MAX_TEMPERATURE = 2.0  # OpenAI's documented range
@@ -57,6 +57,39 @@ class ParsedRequest:
     return_token_ids: bool = False
     metadata: tuple[tuple[str, str], ...] = ()  # OpenAI's string key-value pairs (the request log keeps them)
     user: str | None = None
+
+
+def _unicode(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def surrogate_path(body: object) -> str | None:
+    """Where the first string of a parsed JSON body holding a lone surrogate is, as a ``param`` path
+    (``messages[0].content``; an object's path for one of its keys, ``""`` for the body itself), or None.
+
+    ``"\\ud800"`` is valid JSON but no Unicode text: it cannot be tokenized, logged or echoed as UTF-8, so
+    such a request is the client's 400 (issue 29). Walked with a stack: the depth is the parser's.
+    """
+    stack: list[tuple[object, str]] = [(body, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if not _unicode(value):
+                return path
+        elif isinstance(value, Mapping):
+            for key, item in reversed(list(value.items())):
+                if isinstance(key, str) and not _unicode(key):
+                    return path
+                stack.append((item, f"{path}.{key}" if path else str(key)))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(value))))
+    return None
 
 
 def _metadata(body: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
