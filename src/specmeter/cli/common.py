@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from specmeter import jsonsafe
 from specmeter.measuring.config import SEED_MAX
 from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_USAGE, MeasureError, MeasureInterrupted
 from specmeter.measuring.outputs import PathOption, check_output_paths
@@ -184,7 +185,7 @@ def read_json_option(path: Path, option: str) -> object:
     import json
 
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonsafe.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
         fail(f"{option}: {path}: unreadable ({e})")
     except json.JSONDecodeError as e:

@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import httpx
 
+from specmeter import jsonsafe
 from specmeter.metrics.acceptance import AcceptanceCounts, acceptance_length, acceptance_rate
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_delta
 from specmeter.monitoring.adapters import (
@@ -88,9 +89,16 @@ async def query_range(
     except httpx.HTTPError as e:
         raise PrometheusError(f"cannot reach {endpoint}: {e or type(e).__name__}") from None
     try:
-        body = response.json()
-    except ValueError:
-        raise PrometheusError(f"{endpoint} answered HTTP {response.status_code} without JSON") from None
+        body = jsonsafe.loads(response.content)
+    except ValueError as e:  # not JSON, not UTF-8, or JSON past jsonsafe's limits (nested 100000 deep)
+        reason = f" ({e.msg})" if isinstance(e, jsonsafe.JSONLimitError) else ""
+        raise PrometheusError(
+            f"{endpoint} answered HTTP {response.status_code} without JSON{reason}"
+        ) from None
+    if not isinstance(body, dict):
+        raise PrometheusError(
+            f"{endpoint} answered HTTP {response.status_code} with JSON that is not an object"
+        )
     if response.status_code != 200 or body.get("status") != "success":
         raise PrometheusError(
             f"{endpoint}: {body.get('errorType', 'error')}: {body.get('error', response.status_code)}"

@@ -41,6 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from specmeter import jsonsafe
 from specmeter.monitoring.adapters import sglang_meta
 
 __all__ = [
@@ -344,7 +345,7 @@ class LogTail:
                     continue
                 where = f"{name}:{state.line}"
                 try:
-                    obj = json.loads(raw.decode("utf-8"))
+                    obj = jsonsafe.loads(raw.decode("utf-8"))
                 except UnicodeDecodeError:
                     problems.append(f"{where}: not valid UTF-8")
                     continue
@@ -368,7 +369,7 @@ class LogTail:
                 state.pending, raw = b"", state.pending
                 try:
                     observations.append(
-                        parse_line(json.loads(raw.decode("utf-8")), f"{name}:{state.line}", self.fields)
+                        parse_line(jsonsafe.loads(raw.decode("utf-8")), f"{name}:{state.line}", self.fields)
                     )
                 except (ValueError, UnicodeDecodeError) as e:
                     problems.append(f"{name}:{state.line}: {e}")

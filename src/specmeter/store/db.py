@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from specmeter import __version__
+from specmeter import __version__, jsonsafe
 from specmeter.metrics.records import RequestRecord
 from specmeter.store.packing import (
     pack_emissions,
@@ -285,7 +285,7 @@ class RunStore:
         row = self._conn.execute("SELECT result_json FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no run {run_id}")
-        data: dict[str, Any] = json.loads(row[0])
+        data: dict[str, Any] = jsonsafe.loads(row[0])
         return data
 
     def requests(self, run_id: int) -> list[StoredRequest]:

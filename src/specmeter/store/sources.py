@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specmeter import jsonsafe
 from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, RunRecord
 from specmeter.report.validate import validate_result
 from specmeter.store.db import RunStore, StoredRequest, StoreError
@@ -50,7 +51,7 @@ def load_result_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StoreError(f"{path}: no such result file (and not a run id such as 12 or latest)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise StoreError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from e
     except (OSError, UnicodeDecodeError) as e:
