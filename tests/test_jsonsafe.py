@@ -69,3 +69,26 @@ def test_depth_walks_any_depth_without_recursion() -> None:
     assert jsonsafe.depth(value) == 50_001
     assert jsonsafe.depth(value, stop=10) == 11
     assert jsonsafe.depth(3) == 0 and jsonsafe.depth({"a": []}) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "spelling", "column"),
+    [
+        (r'{"p": "bad \ud800x"}', r"\ud800", 12),
+        (r'["\ud83d\ude00", "x\udc00"]', r"\udc00", 20),  # a pair is text; the low half alone is not
+        (r'["\uD83D"]', r"\uD83D", 3),
+        (r'{"\udbff": 1}', r"\udbff", 3),  # keys too
+        ('["\udc80"]', r"\udc80", 3),  # a raw code point (bytes decoded with surrogatepass)
+    ],
+)
+def test_a_lone_surrogate_is_refused_where_it_is(text: str, spelling: str, column: int) -> None:
+    json.loads(text)  # legal JSON
+    with pytest.raises(JSONLimitError) as info:
+        jsonsafe.loads(text)
+    assert info.value.msg == f"{spelling} is a lone surrogate, not text" and info.value.colno == column
+    assert jsonsafe.loads(text, surrogates=True) == json.loads(text)  # specmeter's own files may keep one
+
+
+def test_text_in_any_language_and_escaped_backslashes_pass() -> None:
+    text = json.dumps(["日本語", "😀", "\\ud800 is only text here", "عربي"], ensure_ascii=True)
+    assert jsonsafe.loads(text) == ["日本語", "😀", "\\ud800 is only text here", "عربي"]

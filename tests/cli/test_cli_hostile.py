@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import assert_usage_error
@@ -103,3 +104,36 @@ def test_a_deeply_nested_golden_set_and_model_config_are_file_errors(tmp_path: P
     config.write_text('{"a": ' + DEEP, encoding="utf-8")
     with pytest.raises(ModelDirError, match="nested deeper than"):
         read_json(config)
+
+
+# ------------------------------------------------------------------ lone surrogates (item 8)
+
+SURROGATE_LINE = '{"id": "b", "prompt": "bad \\ud800x here"}'  # legal JSON, not text
+NOT_TEXT = "invalid JSON (\\ud800 is a lone surrogate, not text at column 28)"
+
+
+@pytest.mark.parametrize("command", ["bench", "whatif"])
+def test_a_prompt_with_a_lone_surrogate_is_one_line_naming_file_and_line(
+    tiny: Any, tmp_path: Path, command: str
+) -> None:
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"id": "a", "prompt": "hello"}\n' + SURROGATE_LINE + "\n", encoding="utf-8")
+    args = [command, "--target", str(tiny.target), "--draft", str(tiny.draft), "--prompts", str(prompts)]
+    result = runner.invoke(app, [*args, "--max-tokens", "4", "--no-store"])
+    assert_usage_error(result, f"{prompts}:2: {NOT_TEXT}")
+
+
+def test_golden_and_train_refuse_a_line_with_a_lone_surrogate(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"prompt": "hello there"}\n' + SURROGATE_LINE + "\n", encoding="utf-8")
+    out = tmp_path / "g.jsonl"
+    result = runner.invoke(app, ["golden", "--from", str(log), "--out", str(out)])
+    no_traceback(result)
+    assert result.exit_code == 0 and f"{log}:2: {NOT_TEXT}" in result.output
+    assert [json.loads(line)["prompt"] for line in out.read_text(encoding="utf-8").splitlines()] == [
+        "hello there"
+    ]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"text": "hello world"}\n{"text": "bad \\udfff"}\n', encoding="utf-8")
+    result = runner.invoke(app, ["train", "--corpus", str(corpus), "--out", str(tmp_path / "m")])
+    assert_usage_error(result, f"{corpus}:2: invalid JSON (\\udfff is a lone surrogate, not text")

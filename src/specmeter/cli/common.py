@@ -185,7 +185,7 @@ def read_json_option(path: Path, option: str) -> object:
     import json
 
     try:
-        return jsonsafe.loads(path.read_text(encoding="utf-8"))
+        return jsonsafe.loads(path.read_text(encoding="utf-8"), surrogates=True)
     except (OSError, UnicodeDecodeError) as e:
         fail(f"{option}: {path}: unreadable ({e})")
     except json.JSONDecodeError as e:

@@ -68,7 +68,7 @@ def outputs_matched(log: Path | None) -> dict[str, list[int]]:
     for line in log.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
-        entry = jsonsafe.loads(line)
+        entry = jsonsafe.loads(line, surrogates=True)
         same = entry.get("matches_baseline")
         if same is None:
             continue

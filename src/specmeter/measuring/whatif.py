@@ -374,7 +374,7 @@ def read_overlays(paths: Sequence[Path]) -> list[tuple[str, Mapping[str, Any]]]:
     out: list[tuple[str, Mapping[str, Any]]] = []
     for path in paths:
         try:
-            data = jsonsafe.loads(Path(path).read_text(encoding="utf-8"))
+            data = jsonsafe.loads(Path(path).read_text(encoding="utf-8"), surrogates=True)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise MeasureError(f"--overlay {path}: not a result file ({e})") from None
         if not isinstance(data, dict):

@@ -43,6 +43,7 @@ from typing import Any
 
 from specmeter import jsonsafe
 from specmeter.monitoring.adapters import sglang_meta
+from specmeter.safetext import valid_text
 
 __all__ = [
     "CANONICAL_FIELDS",
@@ -182,7 +183,7 @@ def _label(value: object) -> str | None:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, (str, int, float)) and str(value).strip():
-        return str(value).strip()
+        return valid_text(str(value).strip())  # a lone surrogate would break the JSON and SQLite outputs
     return None
 
 
@@ -345,7 +346,7 @@ class LogTail:
                     continue
                 where = f"{name}:{state.line}"
                 try:
-                    obj = jsonsafe.loads(raw.decode("utf-8"))
+                    obj = jsonsafe.loads(raw.decode("utf-8"), surrogates=True)
                 except UnicodeDecodeError:
                     problems.append(f"{where}: not valid UTF-8")
                     continue
@@ -369,7 +370,11 @@ class LogTail:
                 state.pending, raw = b"", state.pending
                 try:
                     observations.append(
-                        parse_line(jsonsafe.loads(raw.decode("utf-8")), f"{name}:{state.line}", self.fields)
+                        parse_line(
+                            jsonsafe.loads(raw.decode("utf-8"), surrogates=True),
+                            f"{name}:{state.line}",
+                            self.fields,
+                        )
                     )
                 except (ValueError, UnicodeDecodeError) as e:
                     problems.append(f"{name}:{state.line}: {e}")

@@ -285,7 +285,7 @@ class RunStore:
         row = self._conn.execute("SELECT result_json FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no run {run_id}")
-        data: dict[str, Any] = jsonsafe.loads(row[0])
+        data: dict[str, Any] = jsonsafe.loads(row[0], surrogates=True)
         return data
 
     def requests(self, run_id: int) -> list[StoredRequest]:
@@ -313,4 +313,6 @@ class RunStore:
 
 
 def _dumps(result: Mapping[str, Any]) -> str:
-    return json.dumps(result, ensure_ascii=False, allow_nan=False)
+    """The result as stored; a lone surrogate (SQLite refuses one) as its JSON escape: the same string."""
+    text = json.dumps(result, ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -121,7 +121,7 @@ def _steps_from_json(text: str) -> list[StepRecord]:
             verify_s=float(s[4]),
             draft_forwards=int(s[5]),
         )
-        for s in jsonsafe.loads(text)
+        for s in jsonsafe.loads(text, surrogates=True)
     ]
 
 

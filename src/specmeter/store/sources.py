@@ -51,7 +51,7 @@ def load_result_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StoreError(f"{path}: no such result file (and not a run id such as 12 or latest)")
     try:
-        data = jsonsafe.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.loads(path.read_text(encoding="utf-8"), surrogates=True)
     except json.JSONDecodeError as e:
         raise StoreError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from e
     except (OSError, UnicodeDecodeError) as e:
