@@ -137,3 +137,73 @@ def test_golden_and_train_refuse_a_line_with_a_lone_surrogate(tmp_path: Path) ->
     corpus.write_text('{"text": "hello world"}\n{"text": "bad \\udfff"}\n', encoding="utf-8")
     result = runner.invoke(app, ["train", "--corpus", str(corpus), "--out", str(tmp_path / "m")])
     assert_usage_error(result, f"{corpus}:2: invalid JSON (\\udfff is a lone surrogate, not text")
+
+
+# ------------------------------------------------------------------ extreme numbers (item 9)
+
+GOOD = [{"time": 1796040000 + 600 * i, "accepted_tokens": 3, "drafted_tokens": 4} for i in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ({"time": 1e18}, "time 1e+18 is out of range (Unix seconds or ms, 1970 to 3000)"),
+        ({"time": -1e18}, "time -1e+18 is out of range"),
+        ({"time": 10**400}, "time 100000000000… (401 characters) is out of range"),
+        ({"time": "0001-01-01T00:00"}, "time '0001-01-01T00:00' is out of range"),
+        ({"accepted_tokens": 1e308, "drafted_tokens": 1e308}, "field 'accepted': 1e+308 is more than 10^12"),
+        ({"drafted_tokens": 10**30}, "field 'drafted': 100000000000… (31 characters) is more than 10^12"),
+    ],
+)
+@pytest.mark.parametrize("command", ["drift", "monitor"])
+def test_extreme_times_and_counts_in_a_request_log_are_bad_lines(
+    tmp_path: Path, command: str, bad: dict[str, object], reason: str
+) -> None:
+    log = tmp_path / "log.jsonl"
+    lines = [json.dumps(row) for row in GOOD] + [json.dumps(GOOD[0] | bad)]
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = [command, "--requests", str(log), "--json", str(tmp_path / "out.json")]
+    if command == "monitor":
+        args += ["--once", "--history", str(tmp_path / "h.sqlite")]
+    result = runner.invoke(app, args)
+    no_traceback(result)
+    assert f"{log}:5: {reason}" in result.output
+
+
+def _sweep(baseline_rps: float, spec_rps: float, e: float = 1.3) -> dict[str, object]:
+    capacity = {
+        "baseline": {"run": "k=0", "level": "c=1", "requests_per_s": baseline_rps},
+        "speculative": {"run": "k=2", "level": "c=1", "requests_per_s": spec_rps},
+    }
+    section = {"levels": ["c=1"], "cells": [], "best": [{"level": "c=1", "run": "k=2", "e": e}],
+               "capacity": capacity, "failures": [], "validate": None}  # fmt: skip
+    return {"schema_version": 1, "kind": "sweep", "baseline": {}, "candidates": [], "sweep": section}
+
+
+@pytest.mark.parametrize(
+    ("sweep", "what"),
+    [
+        (_sweep(1e-300, 2.0), "the baseline's capacity of 1e-300 req/s per instance needs 1e+301 instances"),
+        (_sweep(2.0, 1e-300), "the speculative capacity of 1e-300 req/s"),
+        (_sweep(2.0, 2.6, e=1e-300), "the batch-1 E's capacity of 2e-300 req/s"),
+    ],
+)
+def test_roi_from_a_sweep_with_an_absurd_capacity_is_one_line(
+    tmp_path: Path, sweep: dict[str, object], what: str
+) -> None:
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(sweep), encoding="utf-8")
+    result = runner.invoke(
+        app, ["roi", "--from-sweep", str(path), "--traffic", "10", "--price-baseline", "4"]
+    )
+    assert_usage_error(result, f"--from-sweep: {path}: {what}", "more than 1,000,000: check the capacity")
+    whatif = tmp_path / "whatif.json"
+    cells = [{"alpha": a, "k": 4, "batch": 1, "e": 0.5 + 2 * a} for a in (0.2, 0.8)]
+    whatif.write_text(json.dumps({"schema_version": 1, "kind": "whatif", "baseline": {}, "candidates": [],
+                                  "whatif": {"cells": cells, "batches": [1], "ks": [4]}}))  # fmt: skip
+    args = ["roi", "--from-whatif", str(whatif), "--traffic", "10", "--price-baseline", "4"]
+    for extra in (["--alpha", "0.5"], ["--target-roi", "6", "--engineering-cost", "1000"]):
+        result = runner.invoke(app, [*args, *extra, "--baseline-capacity", "1e-300"])
+        assert_usage_error(
+            result, "the baseline's capacity of 1e-300 req/s per instance needs 1e+301 instances"
+        )

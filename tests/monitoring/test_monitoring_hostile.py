@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from typer.testing import CliRunner
 
@@ -69,3 +70,71 @@ def test_monitor_prometheus_against_a_hostile_answer_is_one_line(
         f"error: --prometheus: {hostile_prometheus.rstrip('/')}/api/v1/query_range answered HTTP 200 without "
         "JSON (nested deeper than 200 levels)"
     ]
+
+
+# ------------------------------------------------------------------ extreme numbers (item 9)
+
+
+@pytest.mark.parametrize(
+    ("series", "message"),
+    [
+        (
+            {"metric": "x", "values": [[60, "1"]]},
+            r"data.result\[0\].metric: expected an object of label values",
+        ),
+        (
+            {"metric": {"pod": 3}, "values": []},
+            r"data.result\[0\].metric: expected an object of label values",
+        ),
+        ({"metric": {}, "values": "1"}, r"data.result\[0\].values: expected a list of \[time, value\]"),
+        ({"metric": {}, "values": [[60]]}, r"data.result\[0\].values\[0\]: expected \[time, \"value\"\]"),
+        ({"metric": {}, "values": [[60, "many"]]}, r"data.result\[0\].values\[0\]: expected"),
+        (
+            {"metric": {}, "values": [[1e18, "1"]]},
+            r"data.result\[0\].values\[0\]: time 1e\+18 is not between",
+        ),
+        ("x", r"data.result\[0\]: expected an object, got 'x'"),
+    ],
+)
+def test_a_malformed_matrix_is_a_prometheus_error_naming_the_field(series: object, message: str) -> None:
+    body = {"status": "success", "data": {"resultType": "matrix", "result": [series]}}
+    with pytest.raises(PrometheusError, match=message):
+        ask(json.dumps(body))
+
+
+def scraped_counters(scale: float, accepted: str | None = None) -> Starlette:
+    scrapes = [0]
+
+    async def metrics(request: Request) -> Response:
+        scrapes[0] += 1
+        n, lab = scrapes[0], 'engine="0",model_name="m"'
+        return PlainTextResponse(
+            f"vllm:spec_decode_num_drafts_total{{{lab}}} {scale * n / 4}\n"
+            f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {scale * n}\n"
+            f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {accepted or scale * n / 2}\n"
+        )
+
+    return Starlette(routes=[Route("/metrics", metrics)])
+
+
+def test_a_scraped_counter_of_1e307_is_stored_not_an_sqlite_overflow(tmp_path: Any) -> None:
+    from specmeter.monitoring.store import HistoryStore
+
+    history = tmp_path / "h.sqlite"
+    with ServerThread(scraped_counters(1e307)) as server:
+        args = ["monitor", "--scrape", server.url, "--interval", "50ms", "--once", "--history", str(history)]
+        result = CliRunner().invoke(app, args)
+    assert "Traceback" not in result.output and result.exit_code == 0, result.output
+    store = HistoryStore(history)
+    (row,) = [w for w in store.windows() if w["acceptance_rate"] is not None]
+    store.close()
+    assert row["acceptance_rate"] == 0.5 and row["drafted_tokens"] == 1e307  # a REAL: past SQLite's INTEGER
+
+
+def test_a_scraped_counter_of_inf_is_missing_not_a_traceback(tmp_path: Any) -> None:
+    # +Inf − +Inf is NaN: round(NaN) raised ValueError. A counter that is not finite reads as missing.
+    with ServerThread(scraped_counters(40, accepted="+Inf")) as server:
+        args = ["monitor", "--scrape", server.url, "--interval", "50ms", "--once"]
+        result = CliRunner().invoke(app, [*args, "--history", str(tmp_path / "h.sqlite")])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 0 and "α —" in result.output, result.output

@@ -45,7 +45,7 @@ def roi_from_sweep(
     horizon_months: float,
     json_out: Path | None,
 ) -> None:
-    from specmeter.economics.capacityroi import capacity_roi, sweep_capacity
+    from specmeter.economics.capacityroi import TooManyInstances, capacity_roi, sweep_capacity
     from specmeter.report.files import write_json_atomic
 
     check_range("--traffic", traffic, low=0, low_open=True)
@@ -56,6 +56,8 @@ def roi_from_sweep(
             capacity, traffic, baseline_price, baseline_price if spec_price is None else spec_price,
             engineering_cost, horizon_months,
         )  # fmt: skip
+    except TooManyInstances as e:
+        fail(f"--from-sweep: {path}: {e}")
     except ValueError as e:
         message = str(e)
         field = message.split(" ")[0]

@@ -217,7 +217,7 @@ def _capacity_at(
     ask: CapacityAsk, base: Any, point: dict[str, Any], b: int, batch_from: str, how: str
 ) -> dict[str, Any]:
     """Instances and money at ``ask.traffic`` with the assumed capacity baseline × E; printed and returned."""
-    from specmeter.economics.capacityroi import capacity_roi, scaled_capacity
+    from specmeter.economics.capacityroi import TooManyInstances, capacity_roi, scaled_capacity
 
     e, alpha, k_used = point["speedup"], point["alpha"], point["k"]
     cap = scaled_capacity(
@@ -227,6 +227,8 @@ def _capacity_at(
     try:
         r = capacity_roi(cap, ask.traffic, ask.baseline_price, ask.spec_price, ask.engineering_cost,
                          ask.horizon_months)  # fmt: skip
+    except TooManyInstances as err:
+        fail(str(err))
     except ValueError as err:
         fail(f"--{err}".replace("_", "-"))
     m = r.money
@@ -265,8 +267,11 @@ def _capacity_payback(
     from specmeter.economics.capacityroi import speedup_for_capacity_payback
     from specmeter.selection.whatif import alpha_for_speedup
 
-    needed = speedup_for_capacity_payback(base.baseline_rps, ask.traffic, ask.baseline_price, ask.spec_price,
-                                          ask.engineering_cost, months)  # fmt: skip
+    try:
+        needed = speedup_for_capacity_payback(base.baseline_rps, ask.traffic, ask.baseline_price,
+                                              ask.spec_price, ask.engineering_cost, months)  # fmt: skip
+    except ValueError as err:  # TooManyInstances: the baseline's capacity is absurd for --traffic
+        fail(str(err))
     found = None if needed is None else alpha_for_speedup(section, needed, b, k)
     cost = f"{ask.engineering_cost:,.0f}"
     before = math.ceil(ask.traffic / base.baseline_rps)

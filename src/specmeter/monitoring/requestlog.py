@@ -68,6 +68,11 @@ CANONICAL_FIELDS = (
     "time",
 )
 NO_DOMAIN = "all"
+# Input limits (docs/results.md, "Input limits"): a time past these or a count past MAX_COUNT is a bad line,
+# not a window in the year 31690708 (a traceback from datetime) or an integer SQLite cannot store.
+TIME_MIN = 0.0  # 1970-01-01T00:00:00Z
+TIME_MAX = 32503680000.0  # 3000-01-01T00:00:00Z
+MAX_COUNT = 10**12  # tokens or steps of one request
 
 
 class FieldMapError(ValueError):
@@ -136,13 +141,22 @@ def _first(obj: object, paths: Sequence[str]) -> object:
     return None
 
 
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}… ({len(text)} characters)"
+
+
 def _count(value: object, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"field '{name}': {value!r} is not a count")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"field '{name}': {_shown(value)} is not a count")
+    if isinstance(value, float) and not math.isfinite(value):  # an int is compared as it is: 10**400 is one
+        raise ValueError(f"field '{name}': {_shown(value)} is not a count")
     if value < 0 or value != int(value):
-        raise ValueError(f"field '{name}': {value!r} is not a non-negative integer")
+        raise ValueError(f"field '{name}': {_shown(value)} is not a non-negative integer")
+    if value > MAX_COUNT:
+        raise ValueError(f"field '{name}': {_shown(value)} is more than 10^12, not a count of one request")
     return int(value)
 
 
@@ -163,20 +177,29 @@ _ISO_Z = re.compile(r"Z$")
 
 
 def parse_time(value: object) -> float | None:
-    """Unix seconds from seconds, milliseconds (values past year 33658 in seconds), or ISO 8601 text."""
+    """Unix seconds from seconds, milliseconds (values past year 33658 in seconds), or ISO 8601 text;
+    ValueError for a time before 1970 or from the year 3000 on (:data:`TIME_MIN`, :data:`TIME_MAX`)."""
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value) / 1000.0 if value > 1e12 else float(value)
-    if isinstance(value, str):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"time {value!r} is neither Unix seconds nor ISO 8601")
+        if not TIME_MIN <= value <= TIME_MAX * 1000.0:  # compared before float(): 10**400 is an int
+            raise ValueError(f"time {_shown(value)} is out of range (Unix seconds or ms, 1970 to 3000)")
+        seconds = float(value) / 1000.0 if value > 1e12 else float(value)
+    elif isinstance(value, str):
         try:
             stamp = datetime.fromisoformat(_ISO_Z.sub("+00:00", value.strip()))
         except ValueError:
-            raise ValueError(f"time {value!r} is neither Unix seconds nor ISO 8601") from None
+            raise ValueError(f"time {_shown(value)} is neither Unix seconds nor ISO 8601") from None
         if stamp.tzinfo is None:
             stamp = stamp.replace(tzinfo=timezone.utc)  # a log without a zone: read as UTC, like Prometheus
-        return stamp.timestamp()
-    raise ValueError(f"time {value!r} is neither Unix seconds nor ISO 8601")
+        seconds = stamp.timestamp()
+    else:
+        raise ValueError(f"time {_shown(value)} is neither Unix seconds nor ISO 8601")
+    if not TIME_MIN <= seconds <= TIME_MAX:
+        raise ValueError(f"time {_shown(value)} is out of range (Unix seconds or ms, 1970 to 3000)")
+    return seconds
 
 
 def _label(value: object) -> str | None:
