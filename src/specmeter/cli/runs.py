@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
-from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.common import check_outputs, console, err_console, fail
 
 app = typer.Typer(
     help="Run history: list, show, export, annotate and delete stored runs.",
@@ -62,7 +63,8 @@ def _best(result: Mapping[str, Any]) -> tuple[str, str, bool]:
 
     best: tuple[float, Any] | None = None
     danger = False
-    for c in result.get("candidates") or []:
+    candidates = result.get("candidates")
+    for c in candidates if isinstance(candidates, list) else []:  # a stored row of another shape: no best
         s = c.get("summary") if isinstance(c, Mapping) else None
         if not isinstance(s, Mapping):
             continue
@@ -86,9 +88,20 @@ def list_runs(
     from rich.table import Table
     from rich.text import Text
 
+    from specmeter.store import StoreError
+
     with open_store(store) as db:
-        runs = db.list_runs(limit=limit or None, kind=kind)
-        results = {r.id: db.result(r.id) for r in runs}
+        try:
+            listed = db.list_runs(limit=limit or None, kind=kind)
+        except StoreError as e:
+            fail(str(e))
+        results: dict[int, Mapping[str, Any]] = {}
+        for r in listed:
+            try:
+                results[r.id] = db.result(r.id)
+            except StoreError as e:  # one damaged row: said once, and the other runs are still listed
+                err_console.print(f"[yellow]warning:[/] {escape(str(e))}; skipped", soft_wrap=True)
+    runs = [r for r in listed if r.id in results]
     if as_json:
         rows = [dataclasses.asdict(r) for r in runs]
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -106,7 +119,8 @@ def list_runs(
         e_text = Text(e_best + (" ⚠" if danger else ""), style="bold red" if danger else "")
         started = r.started_at.replace("T", " ")[:16]
         label = Text(r.label + (f" · {r.note}" if r.note else ""))
-        machine = str((results[r.id].get("hygiene") or {}).get("verdict") or "—")
+        hygiene = results[r.id].get("hygiene")
+        machine = str((hygiene.get("verdict") if isinstance(hygiene, Mapping) else None) or "—")
         m_text = Text(machine, style={"busy": "bold yellow", "unusable": "bold red"}.get(machine, ""))
         table.add_row(str(r.id), status, r.kind, started, str(r.requests), e_text, alpha, m_text, label)
     console.print(table)
@@ -169,9 +183,9 @@ def export(
     with open_store(store) as db:
         try:
             run_id = db.resolve(run)
+            result, requests = db.result(run_id), db.requests(run_id)
         except StoreError as e:
             fail(str(e))
-        result, requests = db.result(run_id), db.requests(run_id)
     if kind == "json":
         write_json_atomic(out, result)
     else:

@@ -73,6 +73,9 @@ def load_source(ref: str, store_path: Path) -> RunSource:
         run_id = store.resolve(ref)
         info = store.run_info(run_id)
         result = store.result(run_id)
+        problems = validate_result(result)
+        if problems:  # a row edited by hand or another tool: what a result file would be told, per field
+            raise StoreError("\n".join(f"{store_path}: run {run_id}: {p}" for p in problems))
         requests = store.requests(run_id)
     source = RunSource(
         name=f"run {run_id}", result=result, requests=requests, run_id=run_id, status=info.status
