@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +208,23 @@ def test_roi_from_a_sweep_with_an_absurd_capacity_is_one_line(
         assert_usage_error(
             result, "the baseline's capacity of 1e-300 req/s per instance needs 1e+301 instances"
         )
+
+
+# ------------------------------------------------------------------ names too long (item 11)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["golden", "--from", "{long}", "--out", "{dir}/g.jsonl"],
+        ["drift", "--requests", "{long}"],
+        ["monitor", "--requests", "{long}", "--once", "--history", "{dir}/h.sqlite"],
+        ["report", "{long}", "--out", "{dir}/r.html"],
+        ["train", "--corpus", "{long}", "--out", "{dir}/m"],
+    ],
+)
+def test_an_input_name_too_long_for_the_file_system_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    long = tmp_path / ("n" * (limit + 10) + ".jsonl")
+    result = runner.invoke(app, [a.format(long=long, dir=tmp_path) for a in command])
+    assert_usage_error(result, f"is {limit + 16} bytes long; this file system allows {limit}")

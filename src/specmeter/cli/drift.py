@@ -180,6 +180,7 @@ def drift(
     except FieldMapError as e:
         fail(str(e))
     length = parse_seconds(window, "--window")
+    check_outputs({}, {"--requests": requests})  # a name too long for the file system: one line, not errno 36
     if json_out is not None:
         inputs = [
             p for s in (requests, Path(reference or requests)) for p in (s.rglob("*") if s.is_dir() else [s])

@@ -54,6 +54,7 @@ def run_requests(
         fields = parse_fields(fields_text)
     except FieldMapError as e:
         fail(str(e))
+    check_outputs({}, {"--requests": path})  # a name too long for the file system: one line, not errno 36
     if not path.exists():
         fail(f"--requests: {path} does not exist")
     inputs = [p for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()]
