@@ -81,7 +81,7 @@ def _too_long(text: str, start: int) -> JSONLimitError:
     return JSONLimitError("a number with more than 4300 digits", text, found.start() if found else start)
 
 
-# A \\uD800-\\uDFFF escape or a raw surrogate code point: the only ways a parsed string can hold one.
+# A \uD800-\uDFFF escape or a raw surrogate code point: the only ways a parsed string can hold one.
 _MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\.|[\ud800-\udfff]", re.S)
 

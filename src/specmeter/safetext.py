@@ -6,14 +6,16 @@ UTF-8 file, SQLite row or terminal it reaches raises ``UnicodeEncodeError``; and
 line or a run note rewrite the user's terminal. specmeter refuses a surrogate where it enters through a
 prompts file or log (``jsonsafe``); text it must keep (a label in a request log, a server's message) goes
 through :func:`valid_text` before it is stored, and every outside text goes through :func:`printable`
-before it reaches the console. Text in any language passes both unchanged.
+before it reaches the console: the CLI's consoles apply it to every piece of text they write
+(``cli.common.TerminalConsole``), and :func:`markup` is for outside text put inside rich markup. Text in
+any language passes all three unchanged.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "valid_text"]
+__all__ = ["markup", "printable", "valid_text"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and lone surrogates (a str cannot hold a valid pair).
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -38,3 +40,11 @@ def printable(text: str, *, newlines: bool = True) -> str:
     """
     out = _UNPRINTABLE.sub(_escape, text)
     return out if newlines else out.replace("\n", "\\n")
+
+
+def markup(text: object) -> str:
+    """Outside text to put inside a rich markup string (``f"[bold]{markup(name)}[/]"``): :func:`printable`,
+    and ``[`` escaped so that a category named ``[red]…`` or ``[link=…]`` is shown, not obeyed."""
+    from rich.markup import escape
+
+    return escape(printable(str(text)))

@@ -228,3 +228,37 @@ def test_an_input_name_too_long_for_the_file_system_is_one_line(tmp_path: Path, 
     long = tmp_path / ("n" * (limit + 10) + ".jsonl")
     result = runner.invoke(app, [a.format(long=long, dir=tmp_path) for a in command])
     assert_usage_error(result, f"is {limit + 16} bytes long; this file system allows {limit}")
+
+
+# ------------------------------------------------------------------ terminal escapes (item 13)
+
+EVIL = "\x1b[2J\x1b]0;pwned\x1b\\[red]x"  # clear the screen, set the window title
+SHOWN = "\\x1b[2J\\x1b]0;pwned\\x1b\\[red]x"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["drift", "--requests", "{log}"], ["monitor", "--requests", "{log}", "--once", "--history", "{h}"]],
+)
+def test_a_domain_from_a_log_is_shown_escaped(tmp_path: Path, command: list[str]) -> None:
+    log = tmp_path / "log.jsonl"
+    rows = [
+        {"time": 1796040000 + 3600 * i, "domain": EVIL, "accepted_tokens": 3, "drafted_tokens": 4}
+        for i in range(48)
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = runner.invoke(
+        app, [a.format(log=log, h=tmp_path / "h.sqlite") for a in command], env={"COLUMNS": "300"}
+    )
+    no_traceback(result)
+    assert "\x1b" not in result.output and SHOWN in result.output, result.output
+
+
+def test_a_category_in_a_golden_warning_is_shown_not_obeyed(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"prompt": "hello there", "category": EVIL}) + "\n", encoding="utf-8")
+    args = ["golden", "--from", str(log), "--out", str(tmp_path / "g.jsonl"), "--category-field", "category"]
+    result = runner.invoke(app, [*args, "--n", "5"], env={"COLUMNS": "300"})
+    no_traceback(result)
+    assert "\x1b" not in result.output
+    assert f"warning: {SHOWN}: 5 wanted, only 1 unique" in result.output, result.output

@@ -138,3 +138,16 @@ def test_a_scraped_counter_of_inf_is_missing_not_a_traceback(tmp_path: Any) -> N
         result = CliRunner().invoke(app, [*args, "--history", str(tmp_path / "h.sqlite")])
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code == 0 and "α —" in result.output, result.output
+
+
+def test_a_prometheus_error_text_reaches_the_terminal_escaped(tmp_path: Any) -> None:
+    # Issue 29: a server's error text is printed in the error: line; ESC [2J in it cleared the screen.
+    async def query(request: Request) -> Response:
+        body = {"status": "error", "errorType": "bad_data", "error": "\x1b[2J[red]boom"}
+        return Response(json.dumps(body), status_code=400, media_type="application/json")
+
+    with ServerThread(Starlette(routes=[Route("/api/v1/query_range", query)])) as server:
+        args = ["monitor", "--prometheus", server.url, "--once", "--history", str(tmp_path / "h.sqlite")]
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and "\x1b" not in result.output, result.output
+    assert result.stderr.strip().endswith("bad_data: \\x1b[2J[red]boom"), result.stderr

@@ -101,3 +101,17 @@ def test_a_missing_table_is_one_line_for_every_command(tmp_path: Path) -> None:
         )
     with pytest.raises(StoreError, match="table requests is missing"):
         RunStore(store)
+
+
+def test_outside_text_in_a_run_never_reaches_the_terminal_as_control_characters(tmp_path: Path) -> None:
+    # Issue 29: a run note or a category holding ESC [2J cleared the screen of whoever listed the runs.
+    evil = "\x1b[2J\x1b]8;;http://x\x1b\\[red]x"
+    path = tmp_path / "s.sqlite"
+    with RunStore(path) as store:
+        rows = make_rows(0, n=2, categories=(evil, "legal"))
+        store.add_requests(store.begin_run(make_result(rows)), rows)
+    assert runner.invoke(app, ["runs", "note", "1", evil, "--store", str(path)]).exit_code == 0
+    for args in (["runs", "list"], ["runs", "show", "1"]):
+        result = runner.invoke(app, [*args, "--store", str(path)], env={"COLUMNS": "300"})
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.output and "\\x1b[2J" in result.output, result.output

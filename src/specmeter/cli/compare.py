@@ -18,6 +18,7 @@ import typer
 from specmeter.cli.common import check_outputs, console, fail, parse_option
 from specmeter.cli.runs import run_inputs, store_option, store_path
 from specmeter.exitcodes import EXIT_FAILED
+from specmeter.safetext import markup
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -148,12 +149,12 @@ def compare(
     flagged = {(id(r.block), r.diff.metric) for r in found}
 
     legend = "intervals withheld" if cmp.withheld else "▲/▼ = 95% interval excludes 0"
-    console.print(f"[bold]A[/] = {a.name}    [bold]B[/] = {b.name}    (B − A; {legend})")
+    console.print(f"[bold]A[/] = {markup(a.name)}    [bold]B[/] = {markup(b.name)}    (B − A; {legend})")
     _mismatch_banner(cmp)
     for block in cmp.blocks:
         console.print(_block_table(block, flagged, withheld=cmp.withheld))
     for note in cmp.notes:
-        console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
+        console.print(f"[yellow]note:[/] {markup(note)}", soft_wrap=True)
     for key in untested:
         console.print(f"[yellow]--fail-on {key}: not tested, the comparison has no interval for it[/]")
     _mismatch_banner(cmp)  # again at the end, where a reader of a long comparison looks last
@@ -165,7 +166,8 @@ def compare(
         for r in found:
             t = f"{r.threshold.value:.0%}" if r.threshold.relative else f"{r.threshold.value:g}"
             console.print(
-                f"[bold red]REGRESSION[/] {r.block.candidate} · {r.block.category}: {r.diff.label} "
+                f"[bold red]REGRESSION[/] {markup(r.block.candidate)} · {markup(r.block.category)}: "
+                f"{r.diff.label} "
                 f"{_fmt(r.diff.metric, r.diff.a)} → {_fmt(r.diff.metric, r.diff.b)} (beyond {t})",
                 soft_wrap=True,
             )

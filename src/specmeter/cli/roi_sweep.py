@@ -11,6 +11,7 @@ from rich.table import Table
 
 from specmeter.cli.common import check_range, console, fail, read_json_option
 from specmeter.cli.roi_table import DASH, money, payback_cell, roi_cell
+from specmeter.safetext import markup
 
 __all__ = ["read_sweep", "roi_from_sweep"]
 
@@ -90,7 +91,7 @@ def roi_from_sweep(
     for row in rows:
         table.add_row(*row)
     console.print(table)
-    where = f" at {cap.spec_load}" if cap.spec_load else ""
+    where = f" at {markup(cap.spec_load)}" if cap.spec_load else ""
     console.print(
         f"[dim]measured: instances = ⌈traffic / capacity⌉, capacity{where} = "
         + escape(cap.assumption or cap.source)
@@ -100,8 +101,8 @@ def roi_from_sweep(
     )
     if cap.batch1_e is not None:
         console.print(
-            f"[dim]batch-1: assumes E = {cap.batch1_e:.2f} (the best k at {cap.batch1_level}) holds at the "
-            "fleet's load, as roi --speedup does, ignoring what load does to latency and speedup[/]",
+            f"[dim]batch-1: assumes E = {cap.batch1_e:.2f} (the best k at {markup(cap.batch1_level)}) holds "
+            "at the fleet's load, as roi --speedup does, ignoring what load does to latency and speedup[/]",
             soft_wrap=True,
         )
     if m.monthly_savings <= 0:

@@ -18,6 +18,7 @@ import typer
 from rich.markup import escape
 
 from specmeter.cli.common import check_outputs, console, err_console, fail
+from specmeter.safetext import markup
 
 app = typer.Typer(
     help="Run history: list, show, export, annotate and delete stored runs.",
@@ -145,9 +146,10 @@ def show(
         source = load_source(run, store_path(store))
     except StoreError as e:
         fail(str(e))
-    console.print(f"[bold]{source.name}[/] · {source.status} · {len(source.requests or [])} request records")
+    records = len(source.requests or [])
+    console.print(f"[bold]{markup(source.name)}[/] · {markup(source.status)} · {records} request records")
     for note in source.notes:
-        console.print(f"[yellow]{note}[/]")
+        console.print(f"[yellow]{markup(note)}[/]")
     render_result(source.result, console)
 
 

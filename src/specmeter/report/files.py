@@ -407,6 +407,6 @@ def _open_for_rows(path: PathLike) -> IO[str]:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     # newline="" is what the csv module requires; line buffering is a second line of defence behind flush.
-    # backslashreplace: a lone surrogate becomes its escape (\\ud800; in the JSONL the same string) instead of
+    # backslashreplace: a lone surrogate becomes its escape (\ud800; in the JSONL the same string) instead of
     # a UnicodeEncodeError halfway through a run.
     return open(p, "w", encoding="utf-8", errors="backslashreplace", newline="", buffering=1)

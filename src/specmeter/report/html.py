@@ -440,7 +440,7 @@ def write_report(path: Path, text: str) -> None:
     try:
         with os.fdopen(
             fd, "w", encoding="utf-8", errors="backslashreplace"
-        ) as fh:  # a lone surrogate: \\ud800
+        ) as fh:  # a lone surrogate: \ud800
             fh.write(text)
         os.replace(tmp, path)
     except BaseException:
