@@ -262,3 +262,37 @@ def test_a_category_in_a_golden_warning_is_shown_not_obeyed(tmp_path: Path) -> N
     no_traceback(result)
     assert "\x1b" not in result.output
     assert f"warning: {SHOWN}: 5 wanted, only 1 unique" in result.output, result.output
+
+
+# ------------------------------------------------------------------ the real reason (item 14)
+
+
+def test_when_every_log_line_is_skipped_drift_and_monitor_say_why(tmp_path: Path) -> None:
+    # Issue 29: drift said "no request has a time stamp" when every line had been rejected for another reason.
+    log = tmp_path / "log.jsonl"
+    lines = ["{bad"] * 3 + [json.dumps({"time": 1e18, "accepted_tokens": 1, "drafted_tokens": 2})] * 2
+    lines += [json.dumps({"x": 1}), json.dumps({"accepted_tokens": 9, "drafted_tokens": 2})]
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    why = (
+        f"--requests: no usable request in {log}: every line was skipped (3 × invalid JSON, 2 × time out of "
+        "range, 1 × no speculative-decoding counts found, 1 × accepted tokens exceed drafted tokens)"
+    )
+    drift = runner.invoke(app, ["drift", "--requests", str(log)])
+    no_traceback(drift)
+    assert drift.exit_code == 2 and drift.stderr.strip().splitlines()[-1] == f"error: {why}"
+    args = ["monitor", "--requests", str(log), "--once", "--history", str(tmp_path / "h.sqlite")]
+    monitor = runner.invoke(app, args)
+    no_traceback(monitor)
+    assert monitor.exit_code == 1 and monitor.stderr.strip().splitlines()[-1] == f"error: {why}"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert_usage_error(
+        runner.invoke(app, ["drift", "--requests", str(empty)]),
+        f"--requests: no usable request in {empty}: it holds no line",
+    )
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(json.dumps(row) + "\n" for row in GOOD), encoding="utf-8")
+    reference = runner.invoke(app, ["drift", "--requests", str(good), "--reference", str(log)])
+    no_traceback(reference)
+    assert reference.exit_code == 2
+    assert reference.stderr.strip().splitlines()[-1] == "error: " + why.replace("--requests", "--reference")

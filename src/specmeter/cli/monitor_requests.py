@@ -93,7 +93,8 @@ def run_requests(
             f"{monitor.windows.late} request(s) arrived after their window was closed (not counted)"
         )
     if not monitor.published:
-        fail(f"--requests: no usable request in {path}", code=1)
+        why = f": every line was skipped ({monitor.tail.reasons_text()})" if monitor.tail.reasons else ""
+        fail(f"--requests: no usable request in {path}{why}", code=1)
     if once and not quiet:
         _render_once(monitor, rules)
 

@@ -35,6 +35,7 @@ import json
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -53,6 +54,7 @@ __all__ = [
     "parse_fields",
     "parse_line",
     "parse_time",
+    "problem_kind",
 ]
 
 # What --fields may map, and the unit it is read in.
@@ -321,6 +323,16 @@ def parse_line(obj: object, source: str, fields: Mapping[str, str] | None = None
     )
 
 
+def problem_kind(reason: str) -> str:
+    """A skipped line's reason without its specifics (the value, the column, the hint): what is counted
+    when every line of a log was skipped. ``field 'accepted': 1e+308 is more than 10^12, …`` →
+    ``field 'accepted': more than 10^12, …``; ``invalid JSON (Expecting value at column 1)`` →
+    ``invalid JSON``."""
+    text = re.sub(r"\s*\([^()]*\)", "", reason)
+    text = re.sub(r"^(field '[^']*':|time) .*? is ", r"\1 ", text)
+    return text.split(";")[0].strip()
+
+
 @dataclass
 class _FileState:
     offset: int = 0
@@ -336,6 +348,15 @@ class LogTail:
     fields: Mapping[str, str] = field(default_factory=dict)
     files: dict[str, _FileState] = field(default_factory=dict)
     bad: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)  # skipped lines per problem_kind
+
+    def _skip(self, problems: list[str], where: str, reason: str) -> None:
+        problems.append(f"{where}: {reason}")
+        self.reasons[problem_kind(reason)] += 1
+
+    def reasons_text(self) -> str:
+        """``3 × invalid JSON, 1 × time out of range …``: why lines were skipped, most frequent first."""
+        return ", ".join(f"{n} × {kind}" for kind, n in self.reasons.most_common())
 
     def _paths(self) -> list[Path]:
         if self.path.is_dir():
@@ -360,7 +381,7 @@ class LogTail:
                     data = state.pending + fh.read(size - state.offset)
                     state.offset = size
             except OSError as e:
-                problems.append(f"{name}: cannot read ({e.strerror or e})")
+                self._skip(problems, name, f"cannot read ({e.strerror or e})")
                 continue
             *complete, state.pending = data.split(b"\n")
             for raw in complete:
@@ -371,15 +392,15 @@ class LogTail:
                 try:
                     obj = jsonsafe.loads(raw.decode("utf-8"), surrogates=True)
                 except UnicodeDecodeError:
-                    problems.append(f"{where}: not valid UTF-8")
+                    self._skip(problems, where, "not valid UTF-8")
                     continue
                 except json.JSONDecodeError as e:
-                    problems.append(f"{where}: invalid JSON ({e.msg} at column {e.colno})")
+                    self._skip(problems, where, f"invalid JSON ({e.msg} at column {e.colno})")
                     continue
                 try:
                     observations.append(parse_line(obj, where, self.fields))
                 except ValueError as e:
-                    problems.append(f"{where}: {e}")
+                    self._skip(problems, where, str(e))
         self.bad += len(problems)
         return observations, problems
 
@@ -399,6 +420,10 @@ class LogTail:
                             self.fields,
                         )
                     )
+                except json.JSONDecodeError as e:
+                    self._skip(
+                        problems, f"{name}:{state.line}", f"invalid JSON ({e.msg} at column {e.colno})"
+                    )
                 except (ValueError, UnicodeDecodeError) as e:
-                    problems.append(f"{name}:{state.line}: {e}")
+                    self._skip(problems, f"{name}:{state.line}", str(e))
         return observations, problems
