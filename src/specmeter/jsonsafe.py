@@ -37,7 +37,10 @@ _LONG_NUMBER = re.compile(r"-?\d{4300,}")
 
 class JSONLimitError(json.JSONDecodeError):
     """JSON past a limit: nested deeper than :data:`MAX_DEPTH` levels, a number too long to read, or a
-    string that is not text (a lone surrogate)."""
+    string that is not text (a lone surrogate). ``end`` is the offset after the refused value where the
+    value itself parsed (so a reader of an array can go on with the next element), else None."""
+
+    end: int | None = None
 
 
 def depth(value: object, *, stop: int | None = None) -> int:
@@ -133,13 +136,20 @@ def _lone_surrogate(text: str, start: int, end: int) -> tuple[int, str]:
 
 
 def _check(value: Any, text: str, start: int, end: int, limit: int, surrogates: bool) -> Any:
+    error = None
     # Counting brackets is fast and bounds the depth from above: only a text with many walks the value.
     if text.count("[", start, end) + text.count("{", start, end) > limit and depth(value, stop=limit) > limit:
-        raise _too_deep(text, limit, start, end)
-    maybe = not surrogates and _MAYBE_SURROGATE.search(text, start, end)
-    if maybe and not all(_is_text(s) for s in _strings(value)):
+        error = _too_deep(text, limit, start, end)
+    elif (
+        not surrogates
+        and _MAYBE_SURROGATE.search(text, start, end)
+        and not all(_is_text(s) for s in _strings(value))
+    ):
         where, spelling = _lone_surrogate(text, start, end)
-        raise JSONLimitError(f"{spelling} is a lone surrogate, not text", text, where)
+        error = JSONLimitError(f"{spelling} is a lone surrogate, not text", text, where)
+    if error is not None:
+        error.end = end
+        raise error
     return value
 
 

@@ -296,3 +296,22 @@ def test_when_every_log_line_is_skipped_drift_and_monitor_say_why(tmp_path: Path
     no_traceback(reference)
     assert reference.exit_code == 2
     assert reference.stderr.strip().splitlines()[-1] == "error: " + why.replace("--requests", "--reference")
+
+
+def test_a_json_array_golden_log_goes_on_after_an_element_it_refuses(tmp_path: Path) -> None:
+    array = tmp_path / "log.json"
+    deep = "[" * 300 + "]" * 300  # parses, so its end is known: only this element is refused
+    array.write_text(
+        '[{"prompt": "hello there"},\n' + deep + ',\n{"prompt": "bad \\ud800"},\n{"prompt": "second one"}]',
+        encoding="utf-8",
+    )
+    out = tmp_path / "g.jsonl"
+    result = runner.invoke(app, ["golden", "--from", str(array), "--out", str(out)])
+    no_traceback(result)
+    assert f"{array}:2: {TOO_DEEP} at column {MAX_DEPTH + 1}): skipped" in result.output
+    assert (
+        f"{array}:3: invalid JSON (\\ud800 is a lone surrogate, not text at column 17): skipped"
+        in result.output
+    )
+    prompts = [json.loads(line)["prompt"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(prompts) == ["hello there", "second one"]

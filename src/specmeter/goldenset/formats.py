@@ -375,6 +375,15 @@ def _json_array(data: str, file: str) -> Iterator[tuple[int, Any | _Bad]]:
         line = data.count("\n", 0, pos) + 1
         try:
             obj, end = jsonsafe.raw_decode(data, pos)
+        except jsonsafe.JSONLimitError as e:
+            if e.end is None:  # nested past Python's recursion limit: where it ends is unknown
+                yield (
+                    e.lineno,
+                    _Bad(f"invalid JSON ({e.msg} at column {e.colno}); the rest of the array is skipped"),
+                )
+                return
+            yield e.lineno, _Bad(f"invalid JSON ({e.msg} at column {e.colno})")  # one element; go on
+            obj, end = None, e.end
         except json.JSONDecodeError as e:
             # One broken element breaks the array's syntax: nothing after it can be located reliably.
             yield (
@@ -382,7 +391,8 @@ def _json_array(data: str, file: str) -> Iterator[tuple[int, Any | _Bad]]:
                 _Bad(f"invalid JSON ({e.msg} at column {e.colno}); the rest of the array is skipped"),
             )
             return
-        yield line, obj
+        else:
+            yield line, obj
         pos = skip(end)
         if pos < len(data) and data[pos] == ",":
             pos += 1
