@@ -50,3 +50,15 @@ def test_the_store_keeps_a_result_with_a_lone_surrogate(tmp_path: Path) -> None:
     with RunStore(tmp_path / "s.sqlite") as store:
         run = store.begin_run({"kind": "load", "failures": [LONE], "note": WORLD})
         assert store.result(run) == {"kind": "load", "failures": [LONE], "note": WORLD}
+
+
+def test_the_store_keeps_request_records_and_labels_with_a_lone_surrogate(tmp_path: Path) -> None:
+    # A server's error text, a category or a path from the command line (undecodable bytes arrive as
+    # surrogates) raised UnicodeEncodeError in SQLite; they are stored with the surrogate escaped.
+    with RunStore(tmp_path / "s.sqlite") as store:
+        run = store.begin_run({"kind": "load", "run": {"config": {"target": "/m/t\udcff"}}}, note=LONE)
+        store.add_request(run, "baseline", None, 0, record(LONE, category=WORLD))
+        (stored,) = store.requests(run)
+        info = store.run_info(run)
+    assert stored.record.error == "bad \\ud800 text" and stored.record.category == WORLD
+    assert info.label == "t\\udcff" and info.note == "bad \\ud800 text"

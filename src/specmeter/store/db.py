@@ -28,6 +28,7 @@ from typing import Any
 
 from specmeter import __version__, jsonsafe
 from specmeter.metrics.records import RequestRecord
+from specmeter.safetext import valid_text
 from specmeter.store.packing import (
     pack_emissions,
     pack_ids,
@@ -187,7 +188,15 @@ class RunStore:
             cur = conn.execute(
                 "INSERT INTO runs (kind, status, started_at, updated_at, label, note, specmeter_version, "
                 "result_json) VALUES (?, 'partial', ?, ?, ?, ?, ?, ?)",
-                (kind, started, _now(), run_description(result), note, __version__, _dumps(result)),
+                (
+                    kind,
+                    started,
+                    _now(),
+                    _text(run_description(result)),
+                    _text(note),
+                    __version__,
+                    _dumps(result),
+                ),
             )
             run_id = cur.lastrowid
         assert run_id is not None
@@ -203,12 +212,13 @@ class RunStore:
                 conn.execute(
                     "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
-                        run_id, seq + offset, slot, draft, k, rec.id, rec.category, rec.prompt_tokens,
-                        rec.output_tokens, rec.latency_s, rec.ttft_s, rec.prefill_s, rec.finish_reason,
+                        run_id, seq + offset, slot, draft, k, _text(rec.id), _text(rec.category),
+                        rec.prompt_tokens, rec.output_tokens, rec.latency_s, rec.ttft_s, rec.prefill_s,
+                        _text(rec.finish_reason),
                         None if rec.matches_baseline is None else int(rec.matches_baseline),
                         sum(s.accepted for s in rec.steps), sum(s.drafted for s in rec.steps),
                         sum(1 for s in rec.steps if s.drafted >= 1), pack_steps(rec.steps),
-                        pack_emissions(rec.emissions), pack_ids(rec.output_ids), rec.error,
+                        pack_emissions(rec.emissions), pack_ids(rec.output_ids), _text(rec.error),
                     ),
                 )  # fmt: skip
 
@@ -218,7 +228,7 @@ class RunStore:
     def save_result(self, run_id: int, result: Mapping[str, Any], *, complete: bool | None = None) -> None:
         """Replace the run's result; ``complete`` True/False also sets its status (None leaves it)."""
         with self._write() as conn:
-            params: tuple[Any, ...] = (_dumps(result), _now(), run_description(result), run_id)
+            params: tuple[Any, ...] = (_dumps(result), _now(), _text(run_description(result)), run_id)
             cur = conn.execute(
                 "UPDATE runs SET result_json = ?, updated_at = ?, label = ? WHERE id = ?", params
             )
@@ -230,7 +240,7 @@ class RunStore:
 
     def set_note(self, run_id: int, note: str) -> None:
         with self._write() as conn:
-            if conn.execute("UPDATE runs SET note = ? WHERE id = ?", (note, run_id)).rowcount == 0:
+            if conn.execute("UPDATE runs SET note = ? WHERE id = ?", (_text(note), run_id)).rowcount == 0:
                 raise StoreError(f"{self.path}: no run {run_id}")
 
     def delete_run(self, run_id: int) -> None:
@@ -352,6 +362,12 @@ class RunStore:
 
     def integrity_ok(self) -> bool:
         return bool(self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok")
+
+
+def _text(value: str | None) -> str | None:
+    """A text column as SQLite can store it: a lone surrogate (a server's error text can hold one; SQLite
+    raises UnicodeEncodeError on it) as its escape, ``\\ud800``; any other text unchanged."""
+    return None if value is None else valid_text(value)
 
 
 def _run_info(row: Sequence[Any]) -> RunInfo:
