@@ -317,3 +317,14 @@ def test_a_bad_out_is_one_error_not_two_with_the_default_work(
         result, Case(case.name, (), "--work (default OUT.work)"), f"{tmp_path / 'o.work'} is a file"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.work", "plain-file"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_a_name_too_long_for_the_file_system(
+    case: Case, inputs: dict[str, Path], tmp_path: Path, monkeypatch: Any
+) -> None:
+    # Issue 29: a 300-character name was an OSError errno 36 traceback (before the work, or after it).
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    value = tmp_path / ("n" * (limit + 45) + ".json")
+    result = _run(case, inputs, tmp_path, value, monkeypatch)
+    _assert_one_error(result, case, f"is {limit + 50} bytes long; this file system allows {limit}")

@@ -147,3 +147,26 @@ def _dir_problems(directories: dict[str, Path], inputs: dict[str, Path]) -> list
     except MeasureError as e:
         return e.lines
     return []
+
+
+def test_names_the_file_system_cannot_hold_are_refused_before_anything_touches_them(tmp_path: Path) -> None:
+    # Issue 29: a 300-character --json name was an OSError errno 36 traceback.
+    name_max = os.pathconf(tmp_path, "PC_NAME_MAX")
+    path_max = os.pathconf(tmp_path, "PC_PATH_MAX")
+    long = "x" * (name_max + 1)
+    assert problems({"--json": tmp_path / long}) == [
+        f"--json: the name '{long[:20]}…{long[-12:]}' is {name_max + 1} bytes long; this file system allows "
+        f"{name_max}"
+    ]
+    # A missing directory on the way is created at write time: its name must fit too. Bytes count, not
+    # characters: 128 × "é" is 256 bytes.
+    assert "is 256 bytes long" in problems({"--out": tmp_path / ("é" * 128) / "r.json"})[0]
+    deep = tmp_path.joinpath(*["d" * 200] * (path_max // 200 + 1), "r.json")
+    (line,) = problems({"--log": deep})
+    assert line.startswith("--log: the path is ") and line.endswith(f"allows {path_max - 1}")
+    # An input of such a name cannot exist; it is named too instead of raising in the comparisons.
+    assert problems({"--json": tmp_path / "r.json"}, {"--prompts": tmp_path / long})[0].startswith(
+        "--prompts: the name"
+    )
+    assert problems({"--json": tmp_path / "a\0b"}) == ["--json: a file name cannot hold a NUL byte"]
+    assert problems({"--json": tmp_path / ("y" * name_max)}) == []  # the limit itself is a legal name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 
+from specmeter import jsonsafe
 from specmeter.measuring.config import SEED_MAX
 from specmeter.measuring.errors import EXIT_INTERRUPTED, EXIT_USAGE, MeasureError, MeasureInterrupted
 from specmeter.measuring.outputs import PathOption, check_output_paths
+from specmeter.safetext import printable
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -28,6 +31,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "RichReporter",
+    "TerminalConsole",
     "check_outputs",
     "check_range",
     "check_seed",
@@ -52,12 +56,31 @@ __all__ = [
 V = TypeVar("V")
 R = TypeVar("R")
 
+
+class TerminalConsole(Console):
+    """rich's Console that never writes a control character it was handed as text (issue 29).
+
+    Every command prints text from outside: a server's error message, a category or domain from a log, a
+    run note, a model directory's name, a Prometheus label. rich drops a carriage return or a bell but
+    passes an escape character, so ``ESC [2J`` in a domain name cleared the user's screen and ``ESC ]8;``
+    forged a link. Here each text segment goes through ``safetext.printable`` as rich writes it (``\\x1b``,
+    ``\\x9b``, ``\\ud800`` appear as such); the segments that rich itself marks as control (a live view's
+    cursor moves) and the styles rich renders pass unchanged. One place, so no view can forget it;
+    rich markup in outside text is the caller's to escape (``safetext.markup``, or ``markup=False``).
+    """
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            s if s.control else Segment(printable(s.text), s.style, s.control) for s in buffer
+        )
+
+
 # Redirected to a file or CI log, rich would wrap the result tables at 80 columns; 120 keeps rows whole.
 # COLUMNS still wins when set.
-console = Console(
+console = TerminalConsole(
     stderr=False, highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
 )
-err_console = Console(stderr=True, highlight=False)
+err_console = TerminalConsole(stderr=True, highlight=False)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -198,7 +221,7 @@ def read_json_option(path: Path, option: str) -> object:
     import json
 
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonsafe.loads(path.read_text(encoding="utf-8"), surrogates=True)
     except (OSError, UnicodeDecodeError) as e:
         fail(f"{option}: {path}: unreadable ({e})")
     except json.JSONDecodeError as e:

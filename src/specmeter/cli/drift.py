@@ -49,6 +49,9 @@ def _read(path: Path, fields: dict[str, str], option: str) -> list[RequestObs]:
         err_console.print(f"... and {len(problems) - MAX_SHOWN_PROBLEMS} more")
     if problems:
         err_console.print(f"{option}: {len(problems)} log line(s) skipped")
+    if not obs and not more:  # say why, not "no time stamp" or "holds no request" (issue 29)
+        why = f"every line was skipped ({tail.reasons_text()})" if problems else "it holds no line"
+        fail(f"{option}: no usable request in {path}: {why}")
     return obs + more
 
 
@@ -114,6 +117,7 @@ def drift(
     except FieldMapError as e:
         fail(str(e))
     length = parse_option(lambda text: parse_seconds(text, "--window"), window, ValueError)
+    check_outputs({}, {"--requests": requests})  # a name too long for the file system: one line, not errno 36
     if json_out is not None:
         inputs = [
             p for s in (requests, Path(reference or requests)) for p in (s.rglob("*") if s.is_dir() else [s])

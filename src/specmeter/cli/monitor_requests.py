@@ -54,6 +54,7 @@ def run_requests(
         fields = parse_fields(fields_text)
     except FieldMapError as e:
         fail(str(e))
+    check_outputs({}, {"--requests": path})  # a name too long for the file system: one line, not errno 36
     if not path.exists():
         fail(f"--requests: {path} does not exist")
     inputs = [p for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()]
@@ -92,7 +93,8 @@ def run_requests(
             f"{monitor.windows.late} request(s) arrived after their window was closed (not counted)"
         )
     if not monitor.published:
-        fail(f"--requests: no usable request in {path}", code=1)
+        why = f": every line was skipped ({monitor.tail.reasons_text()})" if monitor.tail.reasons else ""
+        fail(f"--requests: no usable request in {path}{why}", code=1)
     if once and not quiet:
         _render_once(monitor, rules)
 

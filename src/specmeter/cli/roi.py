@@ -126,7 +126,7 @@ def roi_from_sweep(
 ) -> None:  # fmt: skip
     """``roi --from-sweep``: instances and money at the sweep's measured capacity, beside today's batch-1
     figure (``economics.capacityroi``)."""
-    from specmeter.economics.capacityroi import capacity_roi, sweep_capacity
+    from specmeter.economics.capacityroi import TooManyInstances, capacity_roi, sweep_capacity
     from specmeter.economics.view_roi import render_sweep_roi
     from specmeter.report.files import write_json_atomic
 
@@ -138,6 +138,8 @@ def roi_from_sweep(
             capacity, traffic, baseline_price, baseline_price if spec_price is None else spec_price,
             engineering_cost, horizon_months,
         )  # fmt: skip
+    except TooManyInstances as e:
+        fail(f"--from-sweep: {path}: {e}")
     except ValueError as e:
         message = str(e)
         field = message.split(" ")[0]

@@ -10,13 +10,16 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
-from specmeter.cli.common import check_outputs, console, fail, open_store, store_path
+from specmeter.cli.common import check_outputs, console, err_console, fail, open_store, store_path
 from specmeter.cli.options import STORE, shared
+from specmeter.safetext import markup
 
 app = typer.Typer(
     help="Run history: list, show, export, annotate and delete stored runs.",
@@ -38,9 +41,20 @@ def list_runs(
     from specmeter.store.view_runs import render_runs
 
     store = options["store"]
+    from specmeter.store import StoreError
+
     with open_store(store) as db:
-        runs = db.list_runs(limit=limit or None, kind=kind)
-        results = {r.id: db.result(r.id) for r in runs}
+        try:
+            listed = db.list_runs(limit=limit or None, kind=kind)
+        except StoreError as e:
+            fail(str(e))
+        results: dict[int, Mapping[str, Any]] = {}
+        for r in listed:
+            try:
+                results[r.id] = db.result(r.id)
+            except StoreError as e:  # one damaged row: said once, and the other runs are still listed
+                err_console.print(f"[yellow]warning:[/] {escape(str(e))}; skipped", soft_wrap=True)
+    runs = [r for r in listed if r.id in results]
     if as_json:
         rows = [dataclasses.asdict(r) for r in runs]
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -64,9 +78,10 @@ def show(
         source = load_source(run, store_path(store))
     except StoreError as e:
         fail(str(e))
-    console.print(f"[bold]{source.name}[/] · {source.status} · {len(source.requests or [])} request records")
+    records = len(source.requests or [])
+    console.print(f"[bold]{markup(source.name)}[/] · {markup(source.status)} · {records} request records")
     for note in source.notes:
-        console.print(f"[yellow]{note}[/]")
+        console.print(f"[yellow]{markup(note)}[/]")
     render_result(source.result, console)
 
 
@@ -105,9 +120,9 @@ def export(
     with open_store(store) as db:
         try:
             run_id = db.resolve(run)
+            result, requests = db.result(run_id), db.requests(run_id)
         except StoreError as e:
             fail(str(e))
-        result, requests = db.result(run_id), db.requests(run_id)
     if kind == "json":
         write_json_atomic(out, result)
     else:

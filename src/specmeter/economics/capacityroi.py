@@ -35,11 +35,23 @@ from typing import Any
 
 from specmeter.economics.roi import HOURS_PER_MONTH, Money, money
 
+# More instances than any fleet runs: a capacity that asks for them (1e-300 req/s in a hand-edited sweep
+# file gave 5e301 instances and a 300-digit bill) is bad input (docs/results.md, "Input limits").
+MAX_INSTANCES = 1_000_000
+
+
+class TooManyInstances(ValueError):
+    """A capacity that would need more than :data:`MAX_INSTANCES` instances for the traffic."""
+
+
 __all__ = [
+    "MAX_INSTANCES",
     "SCALED_ASSUMPTION",
     "CapacityRoi",
     "SweepCapacity",
+    "TooManyInstances",
     "capacity_roi",
+    "instances",
     "level_concurrency",
     "scaled_capacity",
     "speedup_for_capacity_payback",
@@ -203,6 +215,18 @@ def scaled_capacity(
     )
 
 
+def instances(traffic: float, capacity_rps: float, what: str = "the baseline's") -> int:
+    """⌈traffic / capacity⌉, the whole instances that serve ``traffic``; :class:`TooManyInstances` when that
+    is more than :data:`MAX_INSTANCES`."""
+    needed = traffic / capacity_rps
+    if not needed <= MAX_INSTANCES:  # also inf and NaN
+        raise TooManyInstances(
+            f"{what} capacity of {capacity_rps:.3g} req/s per instance needs {needed:.3g} instances for "
+            f"{traffic:g} req/s, more than {MAX_INSTANCES:,}: check the capacity"
+        )
+    return math.ceil(needed)
+
+
 def speedup_for_capacity_payback(
     baseline_rps: float,
     traffic: float,
@@ -223,7 +247,7 @@ def speedup_for_capacity_payback(
     for name, value in (("traffic", traffic), ("months", months), ("baseline capacity", baseline_rps)):
         if not math.isfinite(value) or value <= 0:
             raise ValueError(f"{name} must be a number > 0 (got {value})")
-    before = math.ceil(traffic / baseline_rps)
+    before = instances(traffic, baseline_rps)
     if engineering_cost > 0:
         room = before * baseline_price - engineering_cost / (HOURS_PER_MONTH * months)
         if room < 0:
@@ -259,8 +283,8 @@ def capacity_roi(
                         ("engineering_cost", engineering_cost)):  # fmt: skip
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"{name} must be a number >= 0 (got {value})")
-    before = math.ceil(traffic / capacity.baseline_rps)
-    after = math.ceil(traffic / capacity.spec_rps)
+    before = instances(traffic, capacity.baseline_rps)
+    after = instances(traffic, capacity.spec_rps, "the speculative")
 
     def priced(n_after: int) -> Money:
         return money(
@@ -270,7 +294,7 @@ def capacity_roi(
 
     batch1_after = None
     if capacity.batch1_e is not None:
-        batch1_after = math.ceil(traffic / (capacity.baseline_rps * capacity.batch1_e))
+        batch1_after = instances(traffic, capacity.baseline_rps * capacity.batch1_e, "the batch-1 E's")
     return CapacityRoi(
         traffic=traffic,
         capacity=capacity,

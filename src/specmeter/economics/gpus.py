@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from specmeter import jsonsafe
+
 __all__ = ["Catalogue", "Gpu", "load_catalogue"]
 
 
@@ -38,7 +40,7 @@ def load_catalogue(path: Path | None = None) -> Catalogue:
             text = resources.files("specmeter").joinpath("assets/gpus.json").read_text(encoding="utf-8")
         else:
             text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
+        data = jsonsafe.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{where}:{e.lineno}: invalid JSON ({e.msg})") from e
     except OSError as e:

@@ -146,7 +146,7 @@ def _write_atomic(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
             for line in lines:
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         os.replace(tmp, path)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from specmeter import jsonsafe
 from specmeter.workloads.loader import Message
 
 __all__ = [
@@ -350,13 +351,12 @@ def _json_records(data: str, file: str) -> Iterator[tuple[int, Any | _Bad]]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
+            yield number, jsonsafe.loads(text)
         except json.JSONDecodeError as e:
             yield number, _Bad(f"invalid JSON ({e.msg} at column {e.colno})")
 
 
 def _json_array(data: str, file: str) -> Iterator[tuple[int, Any | _Bad]]:
-    decoder = json.JSONDecoder()
     pos = data.index("[") + 1
     line = data.count("\n", 0, pos) + 1
 
@@ -374,7 +374,16 @@ def _json_array(data: str, file: str) -> Iterator[tuple[int, Any | _Bad]]:
             return
         line = data.count("\n", 0, pos) + 1
         try:
-            obj, end = decoder.raw_decode(data, pos)
+            obj, end = jsonsafe.raw_decode(data, pos)
+        except jsonsafe.JSONLimitError as e:
+            if e.end is None:  # nested past Python's recursion limit: where it ends is unknown
+                yield (
+                    e.lineno,
+                    _Bad(f"invalid JSON ({e.msg} at column {e.colno}); the rest of the array is skipped"),
+                )
+                return
+            yield e.lineno, _Bad(f"invalid JSON ({e.msg} at column {e.colno})")  # one element; go on
+            obj, end = None, e.end
         except json.JSONDecodeError as e:
             # One broken element breaks the array's syntax: nothing after it can be located reliably.
             yield (
@@ -382,7 +391,8 @@ def _json_array(data: str, file: str) -> Iterator[tuple[int, Any | _Bad]]:
                 _Bad(f"invalid JSON ({e.msg} at column {e.colno}); the rest of the array is skipped"),
             )
             return
-        yield line, obj
+        else:
+            yield line, obj
         pos = skip(end)
         if pos < len(data) and data[pos] == ",":
             pos += 1

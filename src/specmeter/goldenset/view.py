@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from specmeter.goldenset.build import GoldenReport
+from specmeter.safetext import markup
 from specmeter.workloads.loader import MAX_LISTED_PROBLEMS
 
 __all__ = ["render_golden", "render_problems"]
@@ -52,7 +53,9 @@ def render_golden(report: GoldenReport, console: Console) -> None:
         )
     console.print(table)
     for key, (wanted, got) in report.shortfalls.items():
-        console.print(f"[yellow]warning:[/] {key}: {wanted} wanted, only {got} unique prompts available")
+        console.print(
+            f"[yellow]warning:[/] {markup(key)}: {wanted} wanted, only {got} unique prompts available"
+        )
     if report.excluded:
         console.print(f"left out (not in --mix): {', '.join(report.excluded)}", markup=False)
 

@@ -22,12 +22,12 @@ best k is 0. ``specmeter demo`` ("where speculation stops paying") and ``benchma
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specmeter import jsonsafe
 from specmeter.measuring.errors import EXIT_OK, MeasureInterrupted
 from specmeter.metrics.records import run_label
 
@@ -68,7 +68,7 @@ def outputs_matched(log: Path | None) -> dict[str, list[int]]:
     for line in log.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
-        entry = json.loads(line)
+        entry = jsonsafe.loads(line, surrogates=True)
         same = entry.get("matches_baseline")
         if same is None:
             continue

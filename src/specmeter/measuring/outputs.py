@@ -15,6 +15,10 @@ The policy, the same for every command:
 * Paths are compared after resolving symlinks, ``..`` and ``~``, and existing files by identity, so a hard
   link or a second spelling of the same file is caught. An output may not be an input, another output,
   or an existing file inside an input directory (``--json MODEL/config.json``).
+* A name the file system cannot hold, an output's or an input's, is refused first: a component longer
+  than its ``NAME_MAX`` (255
+  bytes on ext4), a whole path of ``PATH_MAX`` bytes or more (4096 on Linux), or a NUL byte (issue 29: a
+  300-character ``--json`` name was an ``OSError`` errno 36 traceback, before or after the run).
 """
 
 from __future__ import annotations
@@ -29,6 +33,43 @@ from specmeter.measuring.errors import MeasureError
 __all__ = ["check_output_paths"]
 
 PathOption = Path | Sequence[Path] | None
+
+
+_NAME_MAX, _PATH_MAX = 255, 4096  # POSIX's usual limits, where pathconf cannot say
+
+
+def _limit(directory: Path, name: str, default: int) -> int:
+    try:
+        return int(os.pathconf(directory, name))
+    except (OSError, ValueError):
+        return default
+
+
+def _unnameable(option: str, path: Path) -> str | None:
+    """Why ``path`` cannot be a file name on its file system (checked before anything touches it), or None."""
+    text = os.fspath(path)
+    if "\0" in text:
+        return f"{option}: a file name cannot hold a NUL byte"
+    absolute = Path(os.path.abspath(text))
+    existing = next((p for p in [absolute, *absolute.parents] if _exists(p)), Path(absolute.anchor))
+    name_max = _limit(existing, "PC_NAME_MAX", _NAME_MAX)
+    for part in absolute.parts[len(existing.parts) :]:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            shown = part if len(part) <= 40 else part[:20] + "…" + part[-12:]
+            return f"{option}: the name {shown!r} is {size} bytes long; this file system allows {name_max}"
+    path_max = _limit(existing, "PC_PATH_MAX", _PATH_MAX)
+    size = len(os.fsencode(str(absolute)))
+    if size >= path_max:
+        return f"{option}: the path is {size} bytes long; this file system allows {path_max - 1}"
+    return None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # ENAMETOOLONG and kin: it cannot exist
+        return False
 
 
 def _items(paths: Mapping[str, PathOption]) -> list[tuple[str, Path]]:
@@ -52,7 +93,10 @@ def _same(a: Path, b: Path) -> bool:
 
 def _inside(path: Path, directory: Path) -> bool:
     """An existing file ``path`` somewhere below the existing directory ``directory``."""
-    if not directory.is_dir() or not path.is_file():
+    try:
+        if not directory.is_dir() or not path.is_file():
+            return False
+    except OSError:  # an input whose name is too long for the file system: nothing is inside it
         return False
     return path.resolve().is_relative_to(directory.resolve())
 
@@ -113,7 +157,10 @@ def check_output_paths(
     """
     outs = [(o, p, False) for o, p in _items(outputs)] + [(o, p, True) for o, p in _items(directories or {})]
     ins = _items(inputs or {})
-    problems: list[str] = []
+    named = [(o, p) for o, p, _ in outs] + ins  # an input of such a name cannot exist either
+    problems = [reason for option, path in named if (reason := _unnameable(option, path)) is not None]
+    if problems:  # nothing else can be asked of such a path: every stat of it raises OSError
+        raise MeasureError("\n".join(_unique(problems)))
     repeats: dict[int, list[str]] = {}  # an output's index -> the later options given the same path
     for i, (option, path, is_dir) in enumerate(outs):
         clash = next(((o, p) for o, p in ins if _same(path, p) or _inside(path, p)), None)

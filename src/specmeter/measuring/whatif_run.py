@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specmeter import jsonsafe
 from specmeter.measuring.errors import MeasureError, MeasureInterrupted
 from specmeter.measuring.outputs import check_output_paths
 from specmeter.measuring.run import Measurement, Outcome, close, start_watch
@@ -373,7 +374,7 @@ def read_overlays(paths: Sequence[Path]) -> list[tuple[str, Mapping[str, Any]]]:
     out: list[tuple[str, Mapping[str, Any]]] = []
     for path in paths:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = jsonsafe.loads(Path(path).read_text(encoding="utf-8"), surrogates=True)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise MeasureError(f"--overlay {path}: not a result file ({e})") from None
         if not isinstance(data, dict):

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specmeter import jsonsafe
+
 __all__ = [
     "TOKENIZER_FILES",
     "ModelDirError",
@@ -40,7 +42,7 @@ def first_line(e: BaseException) -> str:
 def read_json(path: Path, what: str = "JSON") -> dict[str, Any]:
     """A JSON object from ``path``; ``what`` names the file in the message (``unreadable config (...)``)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ModelDirError(f"{path}: missing") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -124,7 +126,7 @@ def eos_ids(path: Path, config: dict[str, Any], tokenizer: Any) -> frozenset[int
     if gen_file.is_file():
         # An unreadable generation config only loses extra EOS ids.
         with contextlib.suppress(OSError, ValueError, AttributeError):
-            candidates.append(json.loads(gen_file.read_text(encoding="utf-8")).get("eos_token_id"))
+            candidates.append(jsonsafe.loads(gen_file.read_text(encoding="utf-8")).get("eos_token_id"))
     ids: set[int] = set()
     for c in candidates:
         if isinstance(c, int):

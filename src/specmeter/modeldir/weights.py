@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specmeter import jsonsafe
 from specmeter.modeldir.files import ModelDirError
 
 __all__ = ["WeightFacts", "read_weights"]
@@ -51,7 +52,7 @@ def _read_header(file: Path) -> tuple[dict[str, Any], int]:
             (length,) = struct.unpack("<Q", raw)
             if length > _MAX_HEADER:
                 raise ModelDirError(f"{file}: unreadable safetensors header (length field {length})")
-            header = json.loads(fh.read(length).decode("utf-8"))
+            header = jsonsafe.loads(fh.read(length).decode("utf-8"))
     except OSError as e:
         raise ModelDirError(f"{file}: unreadable ({e})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

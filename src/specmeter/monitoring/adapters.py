@@ -424,7 +424,10 @@ class CounterDelta:
     seconds: float
 
     def get(self, name: str) -> float | None:
-        return self.values.get(name)
+        """The increase of ``name``; None when absent or not a finite number (a server's ``+Inf`` or
+        ``NaN`` counter, or 1e308 − (−1e308)): nothing can be computed from it, so it is missing."""
+        value = self.values.get(name)
+        return value if value is None or math.isfinite(value) else None
 
 
 def counter_delta(before: Reading, after: Reading) -> CounterDelta:

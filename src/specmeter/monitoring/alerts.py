@@ -147,7 +147,7 @@ class JsonlSink:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed in close())
+        self._fh: IO[str] = open(path, "a", encoding="utf-8", errors="backslashreplace", buffering=1)  # noqa: SIM115 (closed in close())
 
     async def send(self, event: AlertEvent) -> None:
         self._fh.write(json.dumps(event.as_dict(), ensure_ascii=False) + "\n")

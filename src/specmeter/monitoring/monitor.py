@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from specmeter import jsonsafe
 from specmeter.monitoring.adapters import ServerKind
 from specmeter.monitoring.alerts import AlertEvent, AlertRules, AlertSink, dispatch
 from specmeter.monitoring.exporter import MonitorExporter
@@ -39,8 +40,8 @@ async def sglang_server_info_tau(
             response = await client.get(base + path, timeout=timeout)
             if response.status_code != 200:
                 continue
-            states = response.json().get("internal_states")
-        except (httpx.HTTPError, ValueError, AttributeError, RecursionError):  # nesting beyond the parser
+            states = jsonsafe.loads(response.content).get("internal_states")
+        except (httpx.HTTPError, ValueError, AttributeError, RecursionError):
             continue
         values = [
             float(s["avg_spec_accept_length"])

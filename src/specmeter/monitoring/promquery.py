@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import httpx
 
+from specmeter import jsonsafe
 from specmeter.metrics.acceptance import AcceptanceCounts, acceptance_length, acceptance_rate
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_delta
 from specmeter.monitoring.adapters import (
@@ -59,6 +60,7 @@ from specmeter.monitoring.adapters import (
     position_key,
 )
 from specmeter.monitoring.monitor import Monitor
+from specmeter.monitoring.requestlog import TIME_MAX, TIME_MIN
 from specmeter.monitoring.windows import Window, WindowTracker
 
 __all__ = ["PrometheusError", "PrometheusMonitor", "PrometheusSource", "query_range"]
@@ -88,18 +90,61 @@ async def query_range(
     except httpx.HTTPError as e:
         raise PrometheusError(f"cannot reach {endpoint}: {e or type(e).__name__}") from None
     try:
-        body = response.json()
-    except ValueError:
-        raise PrometheusError(f"{endpoint} answered HTTP {response.status_code} without JSON") from None
+        body = jsonsafe.loads(response.content)
+    except ValueError as e:  # not JSON, not UTF-8, or JSON past jsonsafe's limits (nested 100000 deep)
+        reason = f" ({e.msg})" if isinstance(e, jsonsafe.JSONLimitError) else ""
+        raise PrometheusError(
+            f"{endpoint} answered HTTP {response.status_code} without JSON{reason}"
+        ) from None
+    if not isinstance(body, dict):
+        raise PrometheusError(
+            f"{endpoint} answered HTTP {response.status_code} with JSON that is not an object"
+        )
     if response.status_code != 200 or body.get("status") != "success":
         raise PrometheusError(
             f"{endpoint}: {body.get('errorType', 'error')}: {body.get('error', response.status_code)}"
         )
     data = body.get("data") or {}
-    if data.get("resultType") != "matrix":
-        raise PrometheusError(f"{endpoint}: expected a matrix, got {data.get('resultType')!r}")
-    result: list[dict[str, Any]] = data.get("result") or []
-    return result
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        got = data.get("resultType") if isinstance(data, dict) else data
+        raise PrometheusError(f"{endpoint}: expected a matrix, got {_shown(got)}")
+    return _matrix(data.get("result") or [], endpoint)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _matrix(result: object, endpoint: str) -> list[dict[str, Any]]:
+    """The matrix checked field by field: a server that answers ``"metric": "x"``, a value that is not a
+    number or a time outside 1970–3000 is a :class:`PrometheusError` naming the field, not a traceback."""
+    if not isinstance(result, list):
+        raise PrometheusError(f"{endpoint}: data.result: expected a list, got {_shown(result)}")
+    out = []
+    for i, series in enumerate(result):
+        where = f"{endpoint}: data.result[{i}]"
+        if not isinstance(series, dict):
+            raise PrometheusError(f"{where}: expected an object, got {_shown(series)}")
+        metric, values = series.get("metric") or {}, series.get("values") or []
+        if not isinstance(metric, dict) or not all(isinstance(v, str) for v in metric.values()):
+            raise PrometheusError(f"{where}.metric: expected an object of label values, got {_shown(metric)}")
+        if not isinstance(values, list):
+            raise PrometheusError(f"{where}.values: expected a list of [time, value], got {_shown(values)}")
+        points = []
+        for j, point in enumerate(values):
+            try:
+                t, value = point
+                t, number = float(t), float(value)
+            except (TypeError, ValueError):
+                raise PrometheusError(
+                    f'{where}.values[{j}]: expected [time, "value"], got {_shown(point)}'
+                ) from None
+            if not TIME_MIN <= t <= TIME_MAX:
+                raise PrometheusError(f"{where}.values[{j}]: time {t:g} is not between 1970 and 3000")
+            points.append((t, number))
+        out.append({"metric": {str(k): v for k, v in metric.items()}, "values": points})
+    return out
 
 
 def _unrounded(acceptance: ServerAcceptance, values: Mapping[str, float]) -> ServerAcceptance:
@@ -167,7 +212,9 @@ class PrometheusSource:
                     key = canon
                     if canon == _PER_POS:
                         position = (series.get("metric") or {}).get("position", "")
-                        if not str(position).isdigit():
+                        if not (
+                            str(position).isdigit() and len(str(position)) <= 4
+                        ):  # int() of 5000 digits raises
                             continue
                         key = position_key(int(position))
                         positions[target] = max(positions.get(target, 0), int(position) + 1)

@@ -35,13 +35,16 @@ import json
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from specmeter import jsonsafe
 from specmeter.monitoring.adapters import sglang_meta
+from specmeter.safetext import valid_text
 
 __all__ = [
     "CANONICAL_FIELDS",
@@ -51,6 +54,7 @@ __all__ = [
     "parse_fields",
     "parse_line",
     "parse_time",
+    "problem_kind",
 ]
 
 # What --fields may map, and the unit it is read in.
@@ -66,6 +70,11 @@ CANONICAL_FIELDS = (
     "time",
 )
 NO_DOMAIN = "all"
+# Input limits (docs/results.md, "Input limits"): a time past these or a count past MAX_COUNT is a bad line,
+# not a window in the year 31690708 (a traceback from datetime) or an integer SQLite cannot store.
+TIME_MIN = 0.0  # 1970-01-01T00:00:00Z
+TIME_MAX = 32503680000.0  # 3000-01-01T00:00:00Z
+MAX_COUNT = 10**12  # tokens or steps of one request
 
 
 class FieldMapError(ValueError):
@@ -134,13 +143,22 @@ def _first(obj: object, paths: Sequence[str]) -> object:
     return None
 
 
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}… ({len(text)} characters)"
+
+
 def _count(value: object, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"field '{name}': {value!r} is not a count")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"field '{name}': {_shown(value)} is not a count")
+    if isinstance(value, float) and not math.isfinite(value):  # an int is compared as it is: 10**400 is one
+        raise ValueError(f"field '{name}': {_shown(value)} is not a count")
     if value < 0 or value != int(value):
-        raise ValueError(f"field '{name}': {value!r} is not a non-negative integer")
+        raise ValueError(f"field '{name}': {_shown(value)} is not a non-negative integer")
+    if value > MAX_COUNT:
+        raise ValueError(f"field '{name}': {_shown(value)} is more than 10^12, not a count of one request")
     return int(value)
 
 
@@ -161,27 +179,36 @@ _ISO_Z = re.compile(r"Z$")
 
 
 def parse_time(value: object) -> float | None:
-    """Unix seconds from seconds, milliseconds (values past year 33658 in seconds), or ISO 8601 text."""
+    """Unix seconds from seconds, milliseconds (values past year 33658 in seconds), or ISO 8601 text;
+    ValueError for a time before 1970 or from the year 3000 on (:data:`TIME_MIN`, :data:`TIME_MAX`)."""
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value) / 1000.0 if value > 1e12 else float(value)
-    if isinstance(value, str):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"time {value!r} is neither Unix seconds nor ISO 8601")
+        if not TIME_MIN <= value <= TIME_MAX * 1000.0:  # compared before float(): 10**400 is an int
+            raise ValueError(f"time {_shown(value)} is out of range (Unix seconds or ms, 1970 to 3000)")
+        seconds = float(value) / 1000.0 if value > 1e12 else float(value)
+    elif isinstance(value, str):
         try:
             stamp = datetime.fromisoformat(_ISO_Z.sub("+00:00", value.strip()))
         except ValueError:
-            raise ValueError(f"time {value!r} is neither Unix seconds nor ISO 8601") from None
+            raise ValueError(f"time {_shown(value)} is neither Unix seconds nor ISO 8601") from None
         if stamp.tzinfo is None:
             stamp = stamp.replace(tzinfo=timezone.utc)  # a log without a zone: read as UTC, like Prometheus
-        return stamp.timestamp()
-    raise ValueError(f"time {value!r} is neither Unix seconds nor ISO 8601")
+        seconds = stamp.timestamp()
+    else:
+        raise ValueError(f"time {_shown(value)} is neither Unix seconds nor ISO 8601")
+    if not TIME_MIN <= seconds <= TIME_MAX:
+        raise ValueError(f"time {_shown(value)} is out of range (Unix seconds or ms, 1970 to 3000)")
+    return seconds
 
 
 def _label(value: object) -> str | None:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, (str, int, float)) and str(value).strip():
-        return str(value).strip()
+        return valid_text(str(value).strip())  # a lone surrogate would break the JSON and SQLite outputs
     return None
 
 
@@ -296,6 +323,16 @@ def parse_line(obj: object, source: str, fields: Mapping[str, str] | None = None
     )
 
 
+def problem_kind(reason: str) -> str:
+    """A skipped line's reason without its specifics (the value, the column, the hint): what is counted
+    when every line of a log was skipped. ``field 'accepted': 1e+308 is more than 10^12, …`` →
+    ``field 'accepted': more than 10^12, …``; ``invalid JSON (Expecting value at column 1)`` →
+    ``invalid JSON``."""
+    text = re.sub(r"\s*\([^()]*\)", "", reason)
+    text = re.sub(r"^(field '[^']*':|time) .*? is ", r"\1 ", text)
+    return text.split(";")[0].strip()
+
+
 @dataclass
 class _FileState:
     offset: int = 0
@@ -311,6 +348,15 @@ class LogTail:
     fields: Mapping[str, str] = field(default_factory=dict)
     files: dict[str, _FileState] = field(default_factory=dict)
     bad: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)  # skipped lines per problem_kind
+
+    def _skip(self, problems: list[str], where: str, reason: str) -> None:
+        problems.append(f"{where}: {reason}")
+        self.reasons[problem_kind(reason)] += 1
+
+    def reasons_text(self) -> str:
+        """``3 × invalid JSON, 1 × time out of range …``: why lines were skipped, most frequent first."""
+        return ", ".join(f"{n} × {kind}" for kind, n in self.reasons.most_common())
 
     def _paths(self) -> list[Path]:
         if self.path.is_dir():
@@ -335,7 +381,7 @@ class LogTail:
                     data = state.pending + fh.read(size - state.offset)
                     state.offset = size
             except OSError as e:
-                problems.append(f"{name}: cannot read ({e.strerror or e})")
+                self._skip(problems, name, f"cannot read ({e.strerror or e})")
                 continue
             *complete, state.pending = data.split(b"\n")
             for raw in complete:
@@ -344,17 +390,17 @@ class LogTail:
                     continue
                 where = f"{name}:{state.line}"
                 try:
-                    obj = json.loads(raw.decode("utf-8"))
+                    obj = jsonsafe.loads(raw.decode("utf-8"), surrogates=True)
                 except UnicodeDecodeError:
-                    problems.append(f"{where}: not valid UTF-8")
+                    self._skip(problems, where, "not valid UTF-8")
                     continue
                 except json.JSONDecodeError as e:
-                    problems.append(f"{where}: invalid JSON ({e.msg} at column {e.colno})")
+                    self._skip(problems, where, f"invalid JSON ({e.msg} at column {e.colno})")
                     continue
                 try:
                     observations.append(parse_line(obj, where, self.fields))
                 except ValueError as e:
-                    problems.append(f"{where}: {e}")
+                    self._skip(problems, where, str(e))
         self.bad += len(problems)
         return observations, problems
 
@@ -368,8 +414,16 @@ class LogTail:
                 state.pending, raw = b"", state.pending
                 try:
                     observations.append(
-                        parse_line(json.loads(raw.decode("utf-8")), f"{name}:{state.line}", self.fields)
+                        parse_line(
+                            jsonsafe.loads(raw.decode("utf-8"), surrogates=True),
+                            f"{name}:{state.line}",
+                            self.fields,
+                        )
+                    )
+                except json.JSONDecodeError as e:
+                    self._skip(
+                        problems, f"{name}:{state.line}", f"invalid JSON ({e.msg} at column {e.colno})"
                     )
                 except (ValueError, UnicodeDecodeError) as e:
-                    problems.append(f"{name}:{state.line}: {e}")
+                    self._skip(problems, f"{name}:{state.line}", str(e))
         return observations, problems

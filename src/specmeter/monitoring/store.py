@@ -8,6 +8,7 @@ or ``sqlite3`` read the file while the monitor writes it.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,17 @@ from specmeter.monitoring.alerts import AlertEvent
 from specmeter.monitoring.windows import Window
 
 __all__ = ["HistoryStore"]
+
+_SQLITE_INT_MAX = 2**63 - 1
+
+
+def _integer(value: int | None) -> int | float | None:
+    """A count as SQLite can store it: past its 64-bit INTEGER (a scraped counter of 1e308, which a server
+    can send) the count is stored as a REAL, what Prometheus' own samples are, instead of OverflowError."""
+    if value is not None and not -_SQLITE_INT_MAX <= value <= _SQLITE_INT_MAX:
+        return float(value) if abs(value) < 1e308 else math.copysign(math.inf, value)
+    return value
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS windows (
@@ -78,9 +90,9 @@ class HistoryStore:
                 None if a is None else a.acceptance_rate,
                 None if a is None else a.acceptance_length,
                 None if a is None else a.beta,
-                None if a is None else a.steps,
-                None if a is None else a.drafted_tokens,
-                None if a is None else a.accepted_tokens,
+                None if a is None else _integer(a.steps),
+                None if a is None else _integer(a.drafted_tokens),
+                None if a is None else _integer(a.accepted_tokens),
                 None if a is None else a.generation_tokens,
                 None if a is None else a.tokens_per_s,
                 None if a is None else a.drafts_per_s,

@@ -106,7 +106,8 @@ def write_json_atomic(path: PathLike, data: Mapping[str, Any]) -> None:
     text = json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # A lone surrogate (from a server's text) is written as its escape: the same string, read back.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
             fh.flush()
             # Without fsync a crash right after the rename can leave an empty file on some file systems.
@@ -406,4 +407,6 @@ def _open_for_rows(path: PathLike) -> IO[str]:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     # newline="" is what the csv module requires; line buffering is a second line of defence behind flush.
-    return open(p, "w", encoding="utf-8", newline="", buffering=1)
+    # backslashreplace: a lone surrogate becomes its escape (\ud800; in the JSONL the same string) instead of
+    # a UnicodeEncodeError halfway through a run.
+    return open(p, "w", encoding="utf-8", errors="backslashreplace", newline="", buffering=1)

@@ -438,7 +438,9 @@ def write_report(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(
+            fd, "w", encoding="utf-8", errors="backslashreplace"
+        ) as fh:  # a lone surrogate: \ud800
             fh.write(text)
         os.replace(tmp, path)
     except BaseException:

@@ -23,6 +23,7 @@ from specmeter.economics.capacityroi import (
     SCALED_ASSUMPTION,
     CapacityRoi,
     SweepCapacity,
+    TooManyInstances,
     capacity_roi,
     level_concurrency,
     scaled_capacity,
@@ -200,6 +201,8 @@ def _fleet(ask: CapacityAsk, base: SweepCapacity, point: dict[str, Any], b: int)
     try:
         return capacity_roi(cap, ask.traffic, ask.baseline_price, ask.spec_price, ask.engineering_cost,
                             ask.horizon_months)  # fmt: skip
+    except TooManyInstances:
+        raise
     except ValueError as err:
         raise ValueError(f"--{err}".replace("_", "-")) from None
 

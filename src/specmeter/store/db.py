@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import struct
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,8 +26,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from specmeter import __version__
+from specmeter import __version__, jsonsafe
 from specmeter.metrics.records import RequestRecord
+from specmeter.safetext import valid_text
 from specmeter.store.packing import (
     pack_emissions,
     pack_ids,
@@ -39,6 +42,7 @@ from specmeter.store.schema import APPLICATION_ID, SCHEMA_VERSION, create_schema
 __all__ = ["RunInfo", "RunStore", "StoreError", "StoredRequest", "run_description"]
 
 _BUSY_TIMEOUT_MS = 10_000
+_TABLES = ("meta", "runs", "requests")
 
 
 class StoreError(ValueError):
@@ -137,6 +141,9 @@ class RunStore:
         if version < SCHEMA_VERSION:
             with self._write():
                 migrate(conn, version)
+        missing = [t for t in _TABLES if t not in tables] if version == SCHEMA_VERSION else []
+        if missing:  # a table dropped by hand or another tool: every read would fail on it
+            raise StoreError(f"{self.path}: the run store is damaged: table {', '.join(missing)} is missing")
 
     def _enable_wal(self) -> None:
         # WAL lets `runs list` read while a bench writes; NORMAL sync is crash-safe in WAL mode (a power
@@ -181,7 +188,15 @@ class RunStore:
             cur = conn.execute(
                 "INSERT INTO runs (kind, status, started_at, updated_at, label, note, specmeter_version, "
                 "result_json) VALUES (?, 'partial', ?, ?, ?, ?, ?, ?)",
-                (kind, started, _now(), run_description(result), note, __version__, _dumps(result)),
+                (
+                    kind,
+                    started,
+                    _now(),
+                    _text(run_description(result)),
+                    _text(note),
+                    __version__,
+                    _dumps(result),
+                ),
             )
             run_id = cur.lastrowid
         assert run_id is not None
@@ -197,12 +212,13 @@ class RunStore:
                 conn.execute(
                     "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
-                        run_id, seq + offset, slot, draft, k, rec.id, rec.category, rec.prompt_tokens,
-                        rec.output_tokens, rec.latency_s, rec.ttft_s, rec.prefill_s, rec.finish_reason,
+                        run_id, seq + offset, slot, draft, k, _text(rec.id), _text(rec.category),
+                        rec.prompt_tokens, rec.output_tokens, rec.latency_s, rec.ttft_s, rec.prefill_s,
+                        _text(rec.finish_reason),
                         None if rec.matches_baseline is None else int(rec.matches_baseline),
                         sum(s.accepted for s in rec.steps), sum(s.drafted for s in rec.steps),
                         sum(1 for s in rec.steps if s.drafted >= 1), pack_steps(rec.steps),
-                        pack_emissions(rec.emissions), pack_ids(rec.output_ids), rec.error,
+                        pack_emissions(rec.emissions), pack_ids(rec.output_ids), _text(rec.error),
                     ),
                 )  # fmt: skip
 
@@ -212,7 +228,7 @@ class RunStore:
     def save_result(self, run_id: int, result: Mapping[str, Any], *, complete: bool | None = None) -> None:
         """Replace the run's result; ``complete`` True/False also sets its status (None leaves it)."""
         with self._write() as conn:
-            params: tuple[Any, ...] = (_dumps(result), _now(), run_description(result), run_id)
+            params: tuple[Any, ...] = (_dumps(result), _now(), _text(run_description(result)), run_id)
             cur = conn.execute(
                 "UPDATE runs SET result_json = ?, updated_at = ?, label = ? WHERE id = ?", params
             )
@@ -224,7 +240,7 @@ class RunStore:
 
     def set_note(self, run_id: int, note: str) -> None:
         with self._write() as conn:
-            if conn.execute("UPDATE runs SET note = ? WHERE id = ?", (note, run_id)).rowcount == 0:
+            if conn.execute("UPDATE runs SET note = ? WHERE id = ?", (_text(note), run_id)).rowcount == 0:
                 raise StoreError(f"{self.path}: no run {run_id}")
 
     def delete_run(self, run_id: int) -> None:
@@ -233,6 +249,14 @@ class RunStore:
                 raise StoreError(f"{self.path}: no run {run_id}")
 
     # ------------------------------------------------------------------------------------ reading
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A read whose SQLite error (a damaged file, a table of another shape) is one StoreError line."""
+        try:
+            yield self._conn
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: the run store is damaged ({e})") from e
 
     def list_runs(
         self, *, limit: int | None = None, kind: str | None = None, run_id: int | None = None
@@ -253,7 +277,9 @@ class RunStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [RunInfo(*row) for row in self._conn.execute(sql, params)]
+        with self._reading() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [_run_info(row) for row in rows]
 
     def run_info(self, run_id: int) -> RunInfo:
         rows = self.list_runs(run_id=run_id)
@@ -266,48 +292,88 @@ class RunStore:
         text = ref.strip()
         if text.isdigit():
             run_id = int(text)
-            if self._conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            with self._reading() as conn:
+                found = (
+                    run_id <= 2**63 - 1
+                    and conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone()
+                )
+            if not found:
                 raise StoreError(f"{self.path}: no run {run_id} (see `specmeter runs list`)")
             return run_id
         if text == "latest" or text.startswith("latest~"):
             back = text.removeprefix("latest").removeprefix("~") or "0"
             if not back.isdigit():
                 raise StoreError(f"run {ref!r}: expected latest or latest~N")
-            row = self._conn.execute(
-                "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?", (int(back),)
-            ).fetchone()
+            with self._reading() as conn:
+                row = conn.execute(
+                    "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?", (min(int(back), 2**63 - 1),)
+                ).fetchone()
             if row is None:
                 raise StoreError(f"{self.path}: there is no run {ref!r} (the store has fewer runs)")
             return int(row[0])
         raise StoreError(f"run {ref!r}: expected a run id, latest, latest~N, or a result JSON file")
 
     def result(self, run_id: int) -> dict[str, Any]:
-        row = self._conn.execute("SELECT result_json FROM runs WHERE id = ?", (run_id,)).fetchone()
+        """The run's result dict; StoreError (one line naming the run) when its row is not a JSON object."""
+        with self._reading() as conn:
+            row = conn.execute("SELECT result_json FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no run {run_id}")
-        data: dict[str, Any] = json.loads(row[0])
+        try:
+            data = jsonsafe.loads(row[0], surrogates=True)
+        except json.JSONDecodeError as e:
+            where = f"{e.msg} at column {e.colno}"
+            raise StoreError(
+                f"{self.path}: run {run_id}: its stored result is not readable JSON ({where})"
+            ) from None
+        except (TypeError, ValueError) as e:  # NULL, a blob, bytes that are not UTF-8
+            raise StoreError(f"{self.path}: run {run_id}: its stored result is not readable ({e})") from None
+        if not isinstance(data, dict):
+            raise StoreError(
+                f"{self.path}: run {run_id}: its stored result is not a JSON object ({type(data).__name__})"
+            )
         return data
 
     def requests(self, run_id: int) -> list[StoredRequest]:
         """The run's request records in the order they were recorded."""
-        rows = self._conn.execute(
-            "SELECT slot, draft, k, request_id, category, prompt_tokens, output_tokens, latency_s, ttft_s, "
-            "prefill_s, finish_reason, matches_baseline, steps, emissions, output_ids, error "
-            "FROM requests WHERE run_id = ? ORDER BY seq",
-            (run_id,),
-        )
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT slot, draft, k, request_id, category, prompt_tokens, output_tokens, latency_s, "
+                "ttft_s, prefill_s, finish_reason, matches_baseline, steps, emissions, output_ids, error "
+                "FROM requests WHERE run_id = ? ORDER BY seq",
+                (run_id,),
+            ).fetchall()
         out = []
-        for row in rows:
-            record = RequestRecord(
-                id=row[3], category=row[4], prompt_tokens=row[5], output_tokens=row[6], latency_s=row[7],
-                ttft_s=row[8], prefill_s=row[9], steps=unpack_steps(row[12]),
-                emissions=unpack_emissions(row[13]), output_ids=unpack_ids(row[14]),
-                finish_reason=row[10], matches_baseline=None if row[11] is None else bool(row[11]),
-                error=row[15],
-            )  # fmt: skip
+        for n, row in enumerate(rows, start=1):
+            try:
+                record = RequestRecord(
+                    id=row[3], category=row[4], prompt_tokens=row[5], output_tokens=row[6], latency_s=row[7],
+                    ttft_s=row[8], prefill_s=row[9], steps=unpack_steps(row[12]),
+                    emissions=unpack_emissions(row[13]), output_ids=unpack_ids(row[14]),
+                    finish_reason=row[10], matches_baseline=None if row[11] is None else bool(row[11]),
+                    error=row[15],
+                )  # fmt: skip
+            except (ValueError, TypeError, IndexError, struct.error, zlib.error) as e:  # a damaged blob
+                raise StoreError(
+                    f"{self.path}: run {run_id}: request record {n} ({row[3]!r}) is not readable ({e})"
+                ) from None
             out.append(StoredRequest(slot=row[0], draft=row[1], k=row[2], record=record))
         return out
 
 
+def _text(value: str | None) -> str | None:
+    """A text column as SQLite can store it: a lone surrogate (a server's error text can hold one; SQLite
+    raises UnicodeEncodeError on it) as its escape, ``\\ud800``; any other text unchanged."""
+    return None if value is None else valid_text(value)
+
+
+def _run_info(row: Sequence[Any]) -> RunInfo:
+    """A ``runs`` row; a text column of another type (written by another tool) as text, never a crash."""
+    kind, status, started, updated, label, note = ("" if v is None else str(v) for v in row[1:7])
+    return RunInfo(int(row[0]), kind, status, started, updated, label, note, int(row[7]))
+
+
 def _dumps(result: Mapping[str, Any]) -> str:
-    return json.dumps(result, ensure_ascii=False, allow_nan=False)
+    """The result as stored; a lone surrogate (SQLite refuses one) as its JSON escape: the same string."""
+    text = json.dumps(result, ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -15,10 +15,10 @@ Version history:
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable
 
+from specmeter import jsonsafe
 from specmeter.metrics.records import StepRecord
 from specmeter.store.packing import pack_emissions, pack_ids, pack_steps
 
@@ -121,7 +121,7 @@ def _steps_from_json(text: str) -> list[StepRecord]:
             verify_s=float(s[4]),
             draft_forwards=int(s[5]),
         )
-        for s in json.loads(text)
+        for s in jsonsafe.loads(text, surrogates=True)
     ]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specmeter import jsonsafe
 from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, RunRecord
 from specmeter.report.validate import validate_result
 from specmeter.store.db import RunStore, StoredRequest, StoreError
@@ -50,7 +51,7 @@ def load_result_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise StoreError(f"{path}: no such result file (and not a run id such as 12 or latest)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.loads(path.read_text(encoding="utf-8"), surrogates=True)
     except json.JSONDecodeError as e:
         raise StoreError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from e
     except (OSError, UnicodeDecodeError) as e:
@@ -72,6 +73,9 @@ def load_source(ref: str, store_path: Path) -> RunSource:
         run_id = store.resolve(ref)
         info = store.run_info(run_id)
         result = store.result(run_id)
+        problems = validate_result(result)
+        if problems:  # a row edited by hand or another tool: what a result file would be told, per field
+            raise StoreError("\n".join(f"{store_path}: run {run_id}: {p}" for p in problems))
         requests = store.requests(run_id)
     source = RunSource(
         name=f"run {run_id}", result=result, requests=requests, run_id=run_id, status=info.status

@@ -50,7 +50,8 @@ def _best(result: Mapping[str, Any]) -> tuple[str, str, bool]:
 
     best: tuple[float, Any] | None = None
     danger = False
-    for c in result.get("candidates") or []:
+    candidates = result.get("candidates")
+    for c in candidates if isinstance(candidates, list) else []:  # a stored row of another shape: no best
         s = c.get("summary") if isinstance(c, Mapping) else None
         if not isinstance(s, Mapping):
             continue

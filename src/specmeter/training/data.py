@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from specmeter import jsonsafe
+
 
 class CorpusError(ValueError):
     """A problem with a corpus file; the message names the file and line."""
@@ -49,7 +51,7 @@ def read_documents(path: Path, where: dict[str, str] | None = None) -> list[str]
             docs.append(line)
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonsafe.loads(line)
         except json.JSONDecodeError as e:
             raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno})") from e
         if not isinstance(obj, dict) or not isinstance(obj.get("text") or obj.get("prompt"), str):

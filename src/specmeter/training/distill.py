@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from specmeter import jsonsafe
 from specmeter.training.data import CorpusError, corpus_lines
 from specmeter.training.loop import TrainConfig, run_training
 
@@ -34,7 +35,7 @@ def read_prompts(path: Path, min_words: int = 8, max_words: int = 40, seed: int 
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonsafe.loads(line)
         except json.JSONDecodeError as e:
             raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg} at column {e.colno})") from e
         if isinstance(obj, dict) and isinstance(obj.get("prompt"), str):

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from specmeter import jsonsafe
 from specmeter.workloads.schema import MessageLine, OwnLine, Role, SpecBenchLine, describe_errors
 
 DEFAULT_CATEGORY = "default"
@@ -238,7 +239,7 @@ def _refuse_json_document(data: bytes, shown: str) -> None:
         what, fix = "a JSON array", "jq -c '.[]' turns it into JSONL"
     elif head.startswith(b"{") and b"\n" in head.strip():
         try:
-            json.loads(head)
+            jsonsafe.loads(head)
         except ValueError:
             return  # JSONL (one object per line) or broken lines: each line is reported on its own
         what, fix = "one JSON object over several lines", "jq -c . puts it on one line"
@@ -290,7 +291,7 @@ def load_workload(path: str | os.PathLike[str]) -> Workload:
             continue
         saw_content = True
         try:
-            obj = json.loads(text)
+            obj = jsonsafe.loads(text)
         except json.JSONDecodeError as error:
             problems.append(f"{where}: invalid JSON ({error.msg} at column {error.colno})")
             continue
