@@ -10,7 +10,8 @@ Prediction (docs/metrics.md, "speedup at batch size B"):
 
     E(B, k) = τ(k) · t_step(B, 0) / t_step(B, k)
 
-with τ(k) = 1 + Σ_{i<k} P_i from the per-position acceptance. It assumes that a sequence's acceptance does
+with τ(k) = 1 + Σ_{i<k} P_i from the per-position acceptance (:func:`acceptance_length_by_k`, the one τ of
+``tune --batch`` and ``bench --batch``). It assumes that a sequence's acceptance does
 not depend on the batch it decodes in — true of the algorithm (each row is verified against its own target
 distribution; greedy outputs are identical token for token at any B) — and that the batch stays at B (the
 steady state: requests joining and leaving between steps change B for a step or two). Pure functions, no
@@ -21,15 +22,17 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from specmeter.metrics.records import CostCurve
+from specmeter.metrics.acceptance import per_position_acceptance
+from specmeter.metrics.records import CostCurve, RequestRecord, StepRecord
 
 __all__ = [
     "NOISY_SPREAD",
     "CostSurface",
     "SurfacePoint",
+    "acceptance_length_by_k",
     "curve_at",
     "predict_speedup_batched",
     "predict_speedup_waves",
@@ -135,6 +138,17 @@ def tau_by_k(cumulative: Sequence[float | None], k_max: int) -> Mapping[int, flo
         total += p
         out[k] = total
     return out
+
+
+def acceptance_length_by_k(
+    items: Iterable[StepRecord | RequestRecord], k_max: int
+) -> Mapping[int, float | None]:
+    """The steady state's τ(k) = 1 + Σ_{i<k} P_i, k = 0 … k_max, from the per-position (product-limit) rates.
+
+    Not the pooled 1 + A/S: in the steady state every row drafts k, while a run's steps near the token
+    limit draft fewer and drag A/S down (docs/metrics.md, "Under load"). None past the measured positions.
+    """
+    return tau_by_k([p.cumulative for p in per_position_acceptance(items, positions=k_max)], k_max)
 
 
 def step_time(surface: CostSurface, batch: int, k: int) -> float | None:
