@@ -155,22 +155,3 @@ def test_refusals(tmp_path: Path) -> None:
     assert f"{bad}:1: field 'prompt': empty: skipped" in result.stderr
     assert "no usable prompt" in result.stderr
     assert not (tmp_path / "g.jsonl").exists()
-
-
-def test_lone_surrogates_in_a_log_are_kept_not_a_traceback(tmp_path: Path) -> None:
-    """A JSON "\\ud800" escape decodes to a lone surrogate, which UTF-8 cannot carry: dedupe hashes it, the
-    golden set writes it back as the same escape, and the set reads back with the same text."""
-    log = tmp_path / "log.jsonl"
-    log.write_text(
-        '{"prompt": "\\ud800x what is consideration in contract law?"}\n'
-        '{"prompt": "\\ud800x what is consideration in contract law?"}\n'
-        '{"prompt": "define estoppel \\udfff"}\n',
-        encoding="utf-8",
-    )
-    out = tmp_path / "golden.jsonl"
-    result = runner.invoke(app, ["golden", "--from", str(log), "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    assert "wrote 2 prompts to" in result.stdout
-    assert "\\ud800x what" in out.read_text("utf-8")  # still the escape, valid UTF-8
-    texts = sorted(p.text or "" for p in load_workload(out).prompts)
-    assert texts == ["define estoppel \udfff", "\ud800x what is consideration in contract law?"]

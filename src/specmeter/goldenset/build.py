@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -143,25 +142,13 @@ def _inputs(sources: Sequence[Path]) -> list[Path]:
     return files
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _json_line(line: Mapping[str, Any]) -> str:
-    """One JSON line, UTF-8-safe: a lone surrogate in a prompt (a log's "\\ud800" escape) stays escaped.
-
-    Outside the escape UTF-8 cannot carry it; inside a JSON string the escape reads back as the same text.
-    """
-    text = json.dumps(line, ensure_ascii=False)
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
 def _write_atomic(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             for line in lines:
-                fh.write(_json_line(line) + "\n")
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
