@@ -186,17 +186,26 @@ def _cost(surface: CostSurface, batch: int, depth: int) -> float | None:
     return t0 + (t1 - t0) * (depth - k0) / (k1 - k0)
 
 
-def _wave_time(surface: CostSurface, drafts: Sequence[Sequence[int]]) -> float | None:
+def _wave_time(
+    surface: CostSurface,
+    drafts: Sequence[Sequence[int]],
+    cache: dict[tuple[int, int], float | None] | None = None,
+) -> float | None:
     """Σ over requests of their decode time when they start together and each takes its own steps.
 
     ``drafts[r]`` lists the tokens request r drafted at each of its steps (0 for a plain step); a step of
     the batch costs t_step(live requests, deepest draft) and every live request lives through it.
+    ``cache`` keeps t_step(b, d) across waves (one surface).
     """
+    cache = {} if cache is None else cache
     total = 0.0
     longest = max((len(d) for d in drafts), default=0)
     for s in range(longest):
         live = [d[s] for d in drafts if s < len(d)]
-        cost = _cost(surface, len(live), max(live))
+        key = (len(live), max(live))
+        if key not in cache:
+            cache[key] = _cost(surface, *key)
+        cost = cache[key]
         if cost is None:
             return None
         total += cost * len(live)
@@ -220,8 +229,9 @@ def predict_speedup_waves(
     requests — and the last steps of each request, which draft fewer than k.
     """
     base_total = spec_total = 0.0
+    cache: dict[tuple[int, int], float | None] = {}
     for base_wave, spec_wave in zip(baseline, speculative, strict=True):
-        b, sp = _wave_time(surface, base_wave), _wave_time(surface, spec_wave)
+        b, sp = _wave_time(surface, base_wave, cache), _wave_time(surface, spec_wave, cache)
         if b is None or sp is None:
             return None
         base_total += b
