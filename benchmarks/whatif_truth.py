@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err, err_dec = pred / e - 1, pred_dec / e_dec - 1
         worst = max(worst, abs(err), abs(err_dec))
         # The same readings corrected for the real requests' spread (one factor, from the decode costs).
-        spread = spread_prediction(section, r["alpha"], args.k, b, r["requests"], tokens=args.max_tokens)
+        spread = spread_prediction(section, r["alpha"], args.k, b, r["requests"], tokens=args.max_tokens - 1)
         factor = nan if spread is None else float(spread["factor"])
         print(
             f"{b:>3} {r['alpha']:>7.3f} {e:>6.2f}× {pred:>6.2f}× {err:>+7.1%} {e_dec:>9.2f}× "
