@@ -122,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{pred * factor:>6.2f}× {pred * factor / e - 1:>+7.1%} {pred_dec * factor:>9.2f}× "
             f"{pred_dec * factor / e_dec - 1:>+7.1%}"
         )
+        if spread is not None:
+            costs = ", ".join(f"t({pb},{pk}) {ms:.1f}" for pb, pk, ms in spread["step_ms"])
+            print(f"    B = {b}: the spread factor priced steps at (ms per step) {costs}")
     verdict = (whatif.get("hygiene") or {}).get("verdict")
     print(
         f"what-if run: machine {verdict}; cost ratio c = {section.get('cost_ratio'):.3f}; "

@@ -207,7 +207,8 @@ def spread_prediction(
     E(spread) / E(uniform); ``e`` = surface_e × factor. At B = 1 the factor is close to 1 (a request's
     time is its steps); at B > 1 easy rows leave a wave early and the hard ones decode in a smaller,
     cheaper batch. ``factor_alpha`` is the part of the factor that comes from acceptance alone (the
-    spread arm with every request at ``tokens``). None without the surface's points at (k, B).
+    spread arm with every request at ``tokens``); ``step_ms`` the step costs used, [B, k, ms]. None
+    without the surface's points at (k, B).
     """
     reading = surface_e(section, alpha, k, batch)
     costs = _step_costs(section, alpha, k)
@@ -250,6 +251,7 @@ def spread_prediction(
         "factor_alpha": e_fixed / u_fixed,
         "e": reading[0] * factor,
         "draws": draws,
+        "step_ms": [[p.batch, p.k, p.step_s * MS] for p in costs.points],  # t_step(B, k) the factor used
     }
 
 
