@@ -7,15 +7,20 @@ On the bundled legal pair (target + draft-legal, legal golden set, greedy, k = 4
    forced α around the real one, at batch 1 and B;
 
 then reads the surface at the real α (linear in α, ``selection.whatif_surface.surface_e``) and prints
-predicted against measured E at each batch size, end to end and decode-only, with the relative error.
-Goal: within 10% at B = 1 and at the batched level. Measurements run one after another (not interleaved),
-so drift of the machine between them is part of the error; run it on a quiet machine and say what else ran.
+predicted against measured E at each batch size, end to end and decode-only, with the relative error; and
+the same reading corrected for the spread of the real requests' acceptance
+(``selection.whatif_surface.spread_prediction`` with the real run's per-request α and output lengths, docs/metrics.md "What if": requests that differ).
+Goal: within 10% at B = 1 and at the batched level. Measurements run one after another (not
+interleaved), so drift of the machine between them is part of the error; run it on a quiet machine and
+say what else ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +30,7 @@ from specmeter.measuring.bench_run import run_bench
 from specmeter.measuring.config import MeasureConfig
 from specmeter.measuring.progress import Silent
 from specmeter.measuring.whatif_run import WhatifConfig, run_whatif
-from specmeter.selection.whatif_surface import surface_e
+from specmeter.selection.whatif_surface import spread_prediction, surface_e
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "src" / "specmeter" / "assets"
@@ -53,15 +58,30 @@ def _cfg(args: argparse.Namespace, **fields: Any) -> MeasureConfig:
     )  # fmt: skip
 
 
+def _per_request(csv_path: Path) -> list[tuple[float, int]]:
+    """The candidate's requests as (α_i, decode tokens_i), from the run's per-request CSV."""
+    out = []
+    with csv_path.open(encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            drafted = int(row["drafted_tokens"] or 0)
+            if row["draft"] and drafted > 0:
+                out.append((int(row["accepted_tokens"]) / drafted, max(0, int(row["output_tokens"]) - 1)))
+    return out
+
+
 def _real(args: argparse.Namespace, batch: int) -> Mapping[str, Any]:
-    cfg = _cfg(args, batch=() if batch == 1 else (batch,))
-    out = run_bench(cfg, Silent()).result
+    with tempfile.TemporaryDirectory() as tmp:
+        csv_path = Path(tmp) / "requests.csv"
+        cfg = _cfg(args, batch=() if batch == 1 else (batch,), csv_out=csv_path)
+        out = run_bench(cfg, Silent()).result
+        requests = _per_request(csv_path)
     summary = out["candidates"][0]["summary"]
     return {
         "alpha": summary["acceptance_rate"],
         "e": summary["speedup_measured"],
         "e_decode": summary["speedup_measured_decode"],
         "verdict": (out.get("hygiene") or {}).get("verdict"),
+        "requests": requests,
     }
 
 
@@ -80,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"{'B':>3} {'α real':>7} {'E real':>7} {'E pred':>7} {'error':>7} {'E dec real':>10} "
-        f"{'E dec pred':>10} {'error':>7}  machine"
+        f"{'E dec pred':>10} {'error':>7}  machine   | spread: {'factor':>6} {'E pred':>7} {'error':>7} "
+        f"{'E dec pred':>10} {'error':>7}"
     )
     worst = 0.0
     nan = float("nan")
@@ -92,10 +113,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         e, e_dec = float(r["e"]), float(r["e_decode"])
         err, err_dec = pred / e - 1, pred_dec / e_dec - 1
         worst = max(worst, abs(err), abs(err_dec))
+        # The same readings corrected for the real requests' spread (one factor, from the decode costs).
+        spread = spread_prediction(section, r["alpha"], args.k, b, r["requests"], tokens=args.max_tokens - 1)
+        factor = nan if spread is None else float(spread["factor"])
         print(
             f"{b:>3} {r['alpha']:>7.3f} {e:>6.2f}× {pred:>6.2f}× {err:>+7.1%} {e_dec:>9.2f}× "
-            f"{pred_dec:>9.2f}× {err_dec:>+7.1%}  {r['verdict']}"
+            f"{pred_dec:>9.2f}× {err_dec:>+7.1%}  {r['verdict']!s:<9} | spread: {factor:>6.3f} "
+            f"{pred * factor:>6.2f}× {pred * factor / e - 1:>+7.1%} {pred_dec * factor:>9.2f}× "
+            f"{pred_dec * factor / e_dec - 1:>+7.1%}"
         )
+        if spread is not None:
+            costs = ", ".join(f"t({pb},{pk}) {ms:.1f}" for pb, pk, ms in spread["step_ms"])
+            print(f"    B = {b}: the spread factor priced steps at (ms per step) {costs}")
     verdict = (whatif.get("hygiene") or {}).get("verdict")
     print(
         f"what-if run: machine {verdict}; cost ratio c = {section.get('cost_ratio'):.3f}; "

@@ -26,9 +26,9 @@ def test_normalisation_makes_case_width_and_whitespace_exact_duplicates() -> Non
 def test_jaccard_is_exact_on_shingle_sets() -> None:
     a, b = shingles("abcdefgh"), shingles("abcdefgX")
     # 5-grams: abcde bcdef cdefg defgh vs abcde bcdef cdefg defgX → 3 shared of 5 distinct.
-    assert a.size == 4 and jaccard(a, b) == 3 / 5
+    assert len(a) == 4 and jaccard(a, b) == 3 / 5
     assert jaccard(a, a) == 1.0
-    assert shingles("abc").size == 1  # shorter than a shingle: one shingle
+    assert len(shingles("abc")) == 1  # shorter than a shingle: one shingle
 
 
 def test_threshold_decides_exactly_on_constructed_pairs() -> None:
@@ -112,3 +112,66 @@ def test_minhash_estimates_jaccard() -> None:
     sa, sb = shingles(a), shingles(b)
     estimate = float(np.mean(hasher.signature(sa) == hasher.signature(sb)))
     assert abs(estimate - jaccard(sa, sb)) < 0.15  # 128 hashes: standard error ≤ 0.045
+
+
+def _brute_jaccard(a: str, b: str) -> float:
+    """Jaccard of the sets of 5-gram *strings* of the normalised texts: the definition, nothing hashed."""
+    na, nb = normalise(a), normalise(b)
+    sa = {na[i : i + 5] for i in range(max(1, len(na) - 4))}
+    sb = {nb[i : i + 5] for i in range(max(1, len(nb) - 4))}
+    return len(sa & sb) / len(sa | sb)
+
+
+def test_distinct_shingles_never_count_as_shared() -> None:
+    # These pairs hashed alike under the old 64-bit rotate-xor hash (issue 28): one shingle each, none shared.
+    for a, b in [("er wh", "ch te"), ("ty in", "ng da")]:
+        assert jaccard(shingles(a), shingles(b)) == 0.0
+        assert dedupe([a, b], exact=False, near_threshold=0.01).kept == [0, 1]
+
+
+def test_near_threshold_decisions_match_brute_force_on_pairs_near_the_threshold() -> None:
+    """Pairs with true Jaccard in [0.7, 0.9]: the computed Jaccard is the true one, the decision follows it.
+
+    A common-word vocabulary gives many shingles per pair, so any shingle collision shows (the old hashed
+    check computed 0.8007 for a pair at 0.7953 and dropped it).
+    """
+    rng = random.Random(11)
+    vocab = [
+        *("the", "which", "other", "there", "where", "when", "party", "agreement", "shall", "any", "data"),
+        *("in", "during", "each", "teach", "her", "what", "thing", "long", "city", "county", "order"),
+        *("term", "notice", "written", "being", "nothing", "reach", "such"),
+    ]
+    pairs: list[tuple[str, str, float]] = []
+    while len(pairs) < 400:
+        base = " ".join(rng.choice(vocab) for _ in range(rng.randint(20, 60)))
+        words = base.split()
+        for _ in range(rng.randint(1, 6)):
+            words[rng.randrange(len(words))] = rng.choice(vocab)
+        other = " ".join(words)
+        truth = _brute_jaccard(base, other)
+        if 0.7 <= truth <= 0.9:
+            pairs.append((base, other, truth))
+    assert any(t < 0.8 for *_, t in pairs) and any(t >= 0.8 for *_, t in pairs)
+    for base, other, truth in pairs:
+        assert jaccard(shingles(base), shingles(other)) == truth
+        result = dedupe([base, other], exact=False, near_threshold=0.8)
+        assert (1 in result.near) == (truth >= 0.8), (base, other, truth)
+
+
+def test_jaccard_is_exact_across_scripts() -> None:
+    """Shingles mixing ASCII, CJK and emoji (the 64-bit and the 128-bit keys) against brute force."""
+    rng = random.Random(4)
+    vocab = ["契約", "不可抗力", "the", "data", "天気", "雨", "🙂", "é", "Ω", "ab", "城市", "-"]
+    for _ in range(150):
+        base = "".join(rng.choice(vocab) for _ in range(rng.randint(1, 40)))
+        other = "".join(rng.choice(vocab) if rng.random() < 0.15 else c for c in base)
+        assert jaccard(shingles(base), shingles(other)) == _brute_jaccard(base, other)
+
+
+def test_lone_surrogates_are_text_not_errors() -> None:
+    texts = ["\ud800x", "\ud800x", "\udfffabcdef", "\ud800 tail of a longer prompt", "x"]
+    result = dedupe(texts)
+    assert result.exact == {1: 0}
+    assert 4 in result.kept  # "x" is not "\ud800x": the surrogate is a character of its own
+    assert len(shingles("\udfffabcdef")) == 3
+    assert jaccard(shingles("\ud800abcdef"), shingles("\udbffabcdef")) == 2 / 4

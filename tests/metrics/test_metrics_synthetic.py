@@ -80,3 +80,56 @@ def test_length_profile_hand_cases_and_range() -> None:
     for bad in (0.99, 4.01, float("nan")):
         with pytest.raises(ValueError, match=r"\[1, 4\]"):
             length_rates(bad, 3)
+
+
+# ------------------------------------------------------------------ requests that differ (issue 28 item 6)
+
+
+@pytest.mark.parametrize(("alpha", "k"), [(0.3, 2), (0.8, 4), (0.95, 6)])
+def test_request_steps_realise_the_profile_and_emit_exactly_the_tokens(alpha: float, k: int) -> None:
+    from specmeter.metrics.synthetic import request_steps
+
+    rng = random.Random(3)
+    p = geometric_profile(alpha, k)
+    accepted = drafted = full_steps = 0
+    for tokens in (1, 2, 5, 64, 3000):
+        steps = request_steps(p, tokens, rng)
+        assert sum(a + 1 for _, a in steps) == tokens  # never past the limit
+        assert steps[-1][0] == 0 or tokens > 1
+        assert all(0 <= a <= d <= k for d, a in steps)
+        for d, a in steps:
+            if d == k:
+                full_steps += 1
+                accepted += a
+                drafted += d
+    # Full drafts: A/D is α and A/S is k·α (3,000 tokens: standard error of α below 0.01).
+    assert accepted / drafted == pytest.approx(alpha, abs=0.03)
+    assert 1 + accepted / full_steps == pytest.approx(p.tau, rel=0.05)
+
+
+def test_per_request_draws_reproduce_the_distribution_mean_and_spread() -> None:
+    """Requests drawn from a measured per-request α distribution (median 0.90, p10 ≈ 0.57, as the
+    bundled legal set), each decoded with its own α: the realised per-request α has the population's
+    mean and spread, and the realised pooled α is the step-weighted one."""
+    import statistics
+
+    from specmeter.metrics.synthetic import draw_requests, request_steps
+
+    rng = random.Random(7)
+    population = [(min(1.0, max(0.0, rng.betavariate(5.0, 1.0))), 2000) for _ in range(300)]
+    alphas = [a for a, _ in population]
+    drawn = draw_requests(population, 3000, rng)
+    drawn_alphas = [a for a, _ in drawn]
+    assert statistics.mean(drawn_alphas) == pytest.approx(statistics.mean(alphas), abs=0.01)
+    assert statistics.stdev(drawn_alphas) == pytest.approx(statistics.stdev(alphas), rel=0.08)
+    realised = []
+    for a, tokens in drawn[:400]:
+        steps = request_steps(geometric_profile(a, 4), tokens, rng)
+        full = [(d, acc) for d, acc in steps if d == 4]
+        realised.append(sum(acc for _, acc in full) / sum(d for d, _ in full))
+    assert statistics.mean(realised) == pytest.approx(statistics.mean(alphas), abs=0.02)
+    assert statistics.stdev(realised) == pytest.approx(statistics.stdev(alphas), rel=0.15)
+    with pytest.raises(ValueError, match="no requests"):
+        draw_requests([], 3, rng)
+    with pytest.raises(ValueError, match="acceptance rate"):
+        draw_requests([(1.5, 10)], 3, rng)

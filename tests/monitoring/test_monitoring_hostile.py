@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from specmeter.server.hosting import ServerThread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -18,6 +17,7 @@ from typer.testing import CliRunner
 
 from specmeter.cli.app import app
 from specmeter.monitoring.promquery import PrometheusError, query_range
+from specmeter.server.hosting import ServerThread
 
 DEEP = "[" * 100_000
 

@@ -54,3 +54,34 @@ def test_no_crossover_when_speculation_pays_at_every_batch_size() -> None:
     section = analyse_batch_tune(source, _surface(), k_max=K_MAX)
     assert section["crossover_batch"] is None
     assert all(k > 0 for k in section["best_k"].values())
+
+
+def test_bench_and_tune_predict_the_steady_state_with_one_tau() -> None:
+    """Issue 28: bench --batch used the pooled τ = 1 + A/S, tune --batch τ(k) = 1 + Σ_{i<k} P_i. Steps near
+    the token limit draft fewer than k tokens; the steady state drafts k, so both use τ(k) from the
+    per-position (Kaplan–Meier) rates. Steps (d, a) = (4,4) (4,1) (4,0) (4,2) (2,2) (1,0): q_i = 4/6, 3/4,
+    1/2, 1/1, so P_i = 2/3, 1/2, 1/4, 1/4 and τ(4) = 8/3, while 1 + A/S = 1 + 9/6 = 2.5."""
+    from dataclasses import replace
+
+    from selection_builders import TTFT, base_request
+
+    from specmeter.metrics.records import RequestRecord, StepRecord
+    from specmeter.selection.batch_analysis import analyse_batch_bench
+
+    pattern = [(4, 4), (4, 1), (4, 0), (4, 2), (2, 2), (1, 0)]
+    steps = tuple(StepRecord(d, a, a + 1, 0.0, 0.0, d) for d, a in pattern)
+    tokens = sum(a + 1 for _, a in pattern)
+    spec = RequestRecord(
+        id="r1", category="general/chat", prompt_tokens=10, output_tokens=tokens + 1,
+        latency_s=TTFT + 0.02 * len(steps), ttft_s=TTFT, prefill_s=TTFT, steps=steps,
+    )  # fmt: skip
+    source = replace(run(4), requests=(spec,))
+    baseline = replace(run(0, draft=None), requests=(base_request("r1", "general/chat", tokens),))
+    surface = _surface()
+    tune = analyse_batch_tune(source, surface, k_max=K_MAX)
+    for b in (1, 4):
+        bench = analyse_batch_bench(b, baseline, [source], surface)["candidates"][0]
+        tuned = next(r for r in tune["table"] if r["batch"] == b)["by_k"][4]
+        assert bench["acceptance_length"] == pytest.approx(8 / 3)
+        assert tuned["acceptance_length"] == pytest.approx(8 / 3)
+        assert bench["speedup_predicted"] == pytest.approx(tuned["speedup_predicted"])

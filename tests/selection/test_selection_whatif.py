@@ -105,3 +105,55 @@ def test_monitor_windows_give_the_latest_window_per_domain_read_at_the_largest_k
     assert {(p["domain"], p["alpha"]) for p in points} == {("legal", 0.5), ("acme/chat", 0.3)}
     row = overlay(SECTION, points)[0]
     assert row["k_used"] == 4 and "k unknown, read at k=4" in describe_overlay(row)
+
+
+# ------------------------------------------------------------------ requests that differ (issue 28 item 6)
+
+
+def _costed_section(step: Any, k: int = 4, batches: tuple[int, ...] = (1, 4)) -> dict[str, Any]:
+    """A what-if section whose measured step costs are t_step(B, k) = step(B, k), E from τ · t(B,0)/t(B,k)."""
+    from specmeter.metrics.synthetic import geometric_profile
+
+    cells, baselines = [], []
+    for b in batches:
+        baselines.append({"batch": b, "decode_tokens_per_s": 1.0 / step(b, 0)})
+        for alpha in (0.3, 0.6, 0.9):
+            tau = geometric_profile(alpha, k).tau
+            cells.append({
+                "alpha": alpha, "k": k, "batch": b, "measured_tau": tau, "e": tau * step(b, 0) / step(b, k),
+                "decode_tokens_per_s": tau / step(b, k),
+            })  # fmt: skip
+    return {"baselines": baselines, "cells": cells}
+
+
+def _linear(b: int, k: int) -> float:
+    return 1.0 + 0.3 * b + k * (0.05 + 0.1 * b)  # batching gains: a step of 4 rows costs < 4 of 1 row
+
+
+MIXED = [(0.98, 64)] * 5 + [(0.3, 64)] * 5  # easy and hard requests, per-request α 0.98 / 0.3
+
+
+def test_spread_changes_nothing_at_batch_one_and_nothing_without_spread() -> None:
+    from specmeter.selection.whatif_surface import spread_prediction
+
+    section = _costed_section(_linear)
+    at_1 = spread_prediction(section, 0.6, 4, 1, MIXED, tokens=64, draws=600, seed=1)
+    assert at_1 is not None and at_1["factor"] == pytest.approx(1.0, abs=0.03)
+    alike = spread_prediction(section, 0.6, 4, 4, [(0.6, 64)], tokens=64, draws=600)
+    assert alike is not None and alike["factor"] == pytest.approx(1.0, abs=0.03)
+    assert alike["e"] == pytest.approx(alike["surface_e"] * alike["factor"])
+
+
+def test_easy_rows_leaving_a_wave_early_raise_e_at_batch_b() -> None:
+    """Σ per-request time over a wave is Σ_s live_s · t_step(live_s): with spread the hard rows finish in a
+    smaller, cheaper batch, so E rises with B > 1 — unless a step costs the same at any live count (then
+    each request's time is its steps, as at B = 1)."""
+    from specmeter.selection.whatif_surface import spread_prediction
+
+    mixed = spread_prediction(_costed_section(_linear), 0.6, 4, 4, MIXED, tokens=64, draws=600)
+    assert mixed is not None and mixed["factor"] > 1.05 and mixed["factor_alpha"] > 1.05
+    flat = spread_prediction(
+        _costed_section(lambda b, k: 1.0 + 0.2 * k), 0.6, 4, 4, MIXED, tokens=64, draws=600
+    )
+    assert flat is not None and flat["factor"] == pytest.approx(1.0, abs=0.03)
+    assert spread_prediction({"cells": []}, 0.6, 4, 4, MIXED, tokens=64) is None

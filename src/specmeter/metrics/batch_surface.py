@@ -10,7 +10,8 @@ Prediction (docs/metrics.md, "speedup at batch size B"):
 
     E(B, k) = τ(k) · t_step(B, 0) / t_step(B, k)
 
-with τ(k) = 1 + Σ_{i<k} P_i from the per-position acceptance. It assumes that a sequence's acceptance does
+with τ(k) = 1 + Σ_{i<k} P_i from the per-position acceptance (:func:`acceptance_length_by_k`, the one τ of
+``tune --batch`` and ``bench --batch``). It assumes that a sequence's acceptance does
 not depend on the batch it decodes in — true of the algorithm (each row is verified against its own target
 distribution; greedy outputs are identical token for token at any B) — and that the batch stays at B (the
 steady state: requests joining and leaving between steps change B for a step or two). Pure functions, no
@@ -21,15 +22,17 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from specmeter.metrics.records import CostCurve
+from specmeter.metrics.acceptance import per_position_acceptance
+from specmeter.metrics.records import CostCurve, RequestRecord, StepRecord
 
 __all__ = [
     "NOISY_SPREAD",
     "CostSurface",
     "SurfacePoint",
+    "acceptance_length_by_k",
     "curve_at",
     "predict_speedup_batched",
     "predict_speedup_waves",
@@ -137,6 +140,17 @@ def tau_by_k(cumulative: Sequence[float | None], k_max: int) -> Mapping[int, flo
     return out
 
 
+def acceptance_length_by_k(
+    items: Iterable[StepRecord | RequestRecord], k_max: int
+) -> Mapping[int, float | None]:
+    """The steady state's τ(k) = 1 + Σ_{i<k} P_i, k = 0 … k_max, from the per-position (product-limit) rates.
+
+    Not the pooled 1 + A/S: in the steady state every row drafts k, while a run's steps near the token
+    limit draft fewer and drag A/S down (docs/metrics.md, "Under load"). None past the measured positions.
+    """
+    return tau_by_k([p.cumulative for p in per_position_acceptance(items, positions=k_max)], k_max)
+
+
 def step_time(surface: CostSurface, batch: int, k: int) -> float | None:
     """t_step(b, k) at any b: measured, or linear between the measured batch sizes around it (beyond the
     largest, the line through the last two; below the smallest, the smallest's)."""
@@ -172,17 +186,26 @@ def _cost(surface: CostSurface, batch: int, depth: int) -> float | None:
     return t0 + (t1 - t0) * (depth - k0) / (k1 - k0)
 
 
-def _wave_time(surface: CostSurface, drafts: Sequence[Sequence[int]]) -> float | None:
+def _wave_time(
+    surface: CostSurface,
+    drafts: Sequence[Sequence[int]],
+    cache: dict[tuple[int, int], float | None] | None = None,
+) -> float | None:
     """Σ over requests of their decode time when they start together and each takes its own steps.
 
     ``drafts[r]`` lists the tokens request r drafted at each of its steps (0 for a plain step); a step of
     the batch costs t_step(live requests, deepest draft) and every live request lives through it.
+    ``cache`` keeps t_step(b, d) across waves (one surface).
     """
+    cache = {} if cache is None else cache
     total = 0.0
     longest = max((len(d) for d in drafts), default=0)
     for s in range(longest):
         live = [d[s] for d in drafts if s < len(d)]
-        cost = _cost(surface, len(live), max(live))
+        key = (len(live), max(live))
+        if key not in cache:
+            cache[key] = _cost(surface, *key)
+        cost = cache[key]
         if cost is None:
             return None
         total += cost * len(live)
@@ -206,8 +229,9 @@ def predict_speedup_waves(
     requests — and the last steps of each request, which draft fewer than k.
     """
     base_total = spec_total = 0.0
+    cache: dict[tuple[int, int], float | None] = {}
     for base_wave, spec_wave in zip(baseline, speculative, strict=True):
-        b, sp = _wave_time(surface, base_wave), _wave_time(surface, spec_wave)
+        b, sp = _wave_time(surface, base_wave, cache), _wave_time(surface, spec_wave, cache)
         if b is None or sp is None:
             return None
         base_total += b

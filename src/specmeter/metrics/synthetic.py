@@ -26,6 +26,14 @@ on average, the first ⌊a⌋ positions are always accepted, the next with proba
 
 ``profile_from_length`` is that definition, so a ``--length`` cell verifies with the rates vLLM would.
 
+Requests differ. A what-if cell forces one profile on every request, while a real domain mixes easy and
+hard requests (per-request α of the bundled legal set: median 0.90, tenth percentile 0.57). In a batch
+that matters: easy rows finish early and the hard ones go on in a smaller, cheaper batch.
+:func:`request_steps` draws one request's steps under synthetic acceptance (the engine's rule near the
+token limit) and :func:`draw_requests` draws requests from a measured per-request distribution, so a
+what-if reading can be corrected for the spread (``selection.whatif_surface.spread_prediction``;
+docs/metrics.md, "What if").
+
 Pure Python; no torch.
 """
 
@@ -33,16 +41,19 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "SyntheticProfile",
     "alpha_of_rates",
+    "draw_requests",
     "geometric_profile",
     "length_rates",
     "profile_from_length",
     "profile_from_rates",
+    "request_steps",
 ]
 
 _TOLERANCE = 1e-12
@@ -139,3 +150,42 @@ def profile_from_length(length: float, k: int) -> SyntheticProfile:
     """The profile of vLLM's ``synthetic_acceptance_length`` L at draft length k: τ = L, α = (L − 1) / k."""
     rates = length_rates(length, k)
     return SyntheticProfile(alpha=alpha_of_rates(rates), k=k, rates=rates, beta=None, profile="length")
+
+
+def request_steps(profile: SyntheticProfile, tokens: int, rng: random.Random) -> list[tuple[int, int]]:
+    """(drafted, accepted) of each step of one request of ``tokens`` decode tokens under ``profile``.
+
+    The engine's rule (docs/metrics.md, "choosing k"): a step drafts d = min(k, tokens left − 1), accepts
+    position i + 1 with the conditional rate c_i once positions 1 … i were accepted, and emits a + 1
+    tokens; with one token left it is a target-only step (d = 0).
+    """
+    if tokens < 0:
+        raise ValueError(f"tokens must be >= 0, got {tokens}")
+    conditional = profile.conditional
+    steps: list[tuple[int, int]] = []
+    left = tokens
+    while left > 0:
+        d = min(profile.k, left - 1)
+        a = 0
+        while a < d and rng.random() < conditional[a]:
+            a += 1
+        steps.append((d, a))
+        left -= a + 1
+    return steps
+
+
+def draw_requests(
+    population: Sequence[tuple[float, int]], n: int, rng: random.Random
+) -> list[tuple[float, int]]:
+    """``n`` requests drawn with replacement from measured (α, decode tokens) pairs, in random order.
+
+    Drawing pairs keeps what goes together together (long outputs that are also easy, say); the draws
+    reproduce the population's distribution of α, its mean and spread included (tested).
+    """
+    if not population:
+        raise ValueError("no requests to draw from")
+    for alpha, tokens in population:
+        _check_alpha(alpha)
+        if tokens < 0:
+            raise ValueError(f"decode tokens must be >= 0, got {tokens}")
+    return [population[rng.randrange(len(population))] for _ in range(n)]

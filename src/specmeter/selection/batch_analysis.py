@@ -19,12 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from specmeter.engine.schedule import KSchedule
-from specmeter.metrics.acceptance import acceptance_counts, acceptance_length, per_position_acceptance
 from specmeter.metrics.batch_surface import (
     CostSurface,
+    acceptance_length_by_k,
     predict_speedup_batched,
     predict_speedup_waves,
-    tau_by_k,
 )
 from specmeter.metrics.records import RequestRecord, RunRecord
 from specmeter.metrics.speedup import pair_latencies, speedup_measured
@@ -77,10 +76,6 @@ def surface_section(surface: CostSurface) -> dict[str, Any]:
     }
 
 
-def _cumulative(run: RunRecord, k: int) -> list[float | None]:
-    return [p.cumulative for p in per_position_acceptance(run.requests, positions=k)]
-
-
 def analyse_batch_tune(
     source: RunRecord,
     surface: CostSurface,
@@ -90,8 +85,7 @@ def analyse_batch_tune(
 ) -> dict[str, Any]:
     """The ``batch`` part of ``tune --batch``: E(B, k) for every measured B and k = 0 … k_max, the best k per
     B (0 = plain decoding, whenever no k reaches 1.0), the crossover and the schedule."""
-    cumulative = _cumulative(source, source.k)
-    taus = tau_by_k(cumulative, k_max)
+    taus = acceptance_length_by_k(source.requests, k_max)
     table = []
     best: dict[int, int] = {}
     for b in surface.batches:
@@ -141,7 +135,7 @@ def analyse_batch_bench(
         base, spec = pair_latencies(run.requests, baseline.requests, decode_only=True)
         measured = speedup_measured(run.requests, baseline.requests, decode_only=True)
         ci = paired_speedup_ci(base, spec)
-        tau = acceptance_length(acceptance_counts(run.requests))
+        tau = acceptance_length_by_k(run.requests, run.k)[run.k]
         steady = predict_speedup_batched(surface, batch, run.k, tau)
         waves = predict_speedup_waves(surface, _waves(baseline.requests, batch), _waves(run.requests, batch))
         rows.append(

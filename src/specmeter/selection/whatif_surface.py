@@ -10,6 +10,9 @@ questions asked of that grid, from the ``whatif`` section of the result JSON (do
   Outside the grid it extrapolates from the two nearest points and says so.
 * ``break_even``: the α at which E crosses 1, per (k, B), and per B for the best k.
 * ``best_k``: the k with the highest E per (α, B), 0 (no speculation) when none reaches 1.
+* ``spread_prediction``: E at α for a workload whose requests differ — the surface's reading times the
+  factor by which per-request spread changes E in waves of B (see its docstring; docs/metrics.md, "What
+  if").
 * ``overlay``: domains measured for real (a ``bench``/``select`` result, a ``monitor --requests`` window)
   placed on the surface: "legal today α 0.02 with draft-general: 0.62× measured, 0.60× on the surface; at
   α 0.65: 1.9× at B = 1, 1.2× at B = 8".
@@ -20,6 +23,7 @@ Plain JSON in and out; no torch.
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,12 +34,13 @@ from specmeter.metrics.acceptance import (
     acceptance_rate,
     per_position_acceptance,
 )
+from specmeter.metrics.batch_surface import CostSurface, SurfacePoint, predict_speedup_waves
 from specmeter.metrics.latency import decode_tokens_per_second, tokens_per_second
 from specmeter.metrics.records import RequestRecord
 from specmeter.metrics.slo import wilson_interval
 from specmeter.metrics.speedup import pair_latencies, speedup_measured
 from specmeter.metrics.stats import bootstrap_ratio_ci, paired_speedup_ci
-from specmeter.metrics.synthetic import SyntheticProfile
+from specmeter.metrics.synthetic import SyntheticProfile, draw_requests, geometric_profile, request_steps
 
 __all__ = [
     "alpha_for_speedup",
@@ -47,6 +52,7 @@ __all__ = [
     "overlay",
     "overlay_points",
     "speedup_at",
+    "spread_prediction",
     "surface_e",
 ]
 
@@ -150,6 +156,103 @@ def surface_e(section: Mapping[str, Any], alpha: float, k: int, batch: int) -> t
         (a0, e0), (a1, e1) = pts[i - 1], pts[i]
     e = e0 + (e1 - e0) * (alpha - a0) / (a1 - a0)
     return max(0.0, e), not inside
+
+
+def _step_costs(section: Mapping[str, Any], alpha: float, k: int) -> CostSurface | None:
+    """t_step(B, 0) and t_step(B, k) per measured B, from the section alone: a plain step's time is the
+    baseline's decode time per token; a speculative step's is the time per token of the cell nearest α
+    times its tokens per step (τ)."""
+    points = []
+    for base in section.get("baselines") or []:
+        b, tps = base.get("batch"), base.get("decode_tokens_per_s")
+        cells = [
+            c for c in section.get("cells") or []
+            if c.get("batch") == b and c.get("k") == k and c.get("decode_tokens_per_s")
+            and c.get("measured_tau")
+        ]  # fmt: skip
+        if not tps or not cells:
+            continue
+        cell = min(cells, key=lambda c: abs(float(c["alpha"]) - alpha))
+        spec = float(cell["measured_tau"]) / float(cell["decode_tokens_per_s"])
+        for kk, step in ((0, 1.0 / float(tps)), (k, spec)):
+            points.append(SurfacePoint(int(b), kk, step, 0.0, step, 0.0, 1))
+    return CostSurface(tuple(points)) if points else None
+
+
+def _waves(requests: Sequence[Sequence[int]], batch: int) -> list[list[list[int]]]:
+    return [[list(r) for r in requests[i : i + batch]] for i in range(0, len(requests), batch)]
+
+
+def spread_prediction(
+    section: Mapping[str, Any],
+    alpha: float,
+    k: int,
+    batch: int,
+    requests: Sequence[tuple[float, int]],
+    *,
+    tokens: int,
+    draws: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any] | None:
+    """E at α, k, B for a workload whose requests differ: the surface's E times a spread factor.
+
+    The surface's cells force one α on every request, each running to ``tokens`` (EOS ignored). The
+    workload is given as measured per-request (α_i, decode tokens_i) pairs — a real run's requests.
+    ``draws`` requests are drawn from them (``metrics.synthetic.draw_requests``), each decodes with the
+    geometric profile at its own α_i (``request_steps``), in waves of B as they come; as many run at one
+    α — the pooled A/D the draws realised, so both arms yield the same tokens per step on average — and
+    at ``tokens`` each, as the cells did. Both arms are priced with the step costs the section measured
+    (t_step(B, 0), t_step(B, k) at every measured B, linear in between: ``metrics.batch_surface``'s wave
+    prediction), as Σ per-request decode time, the quantity E_meas divides. ``factor`` =
+    E(spread) / E(uniform); ``e`` = surface_e × factor. At B = 1 the factor is close to 1 (a request's
+    time is its steps); at B > 1 easy rows leave a wave early and the hard ones decode in a smaller,
+    cheaper batch. ``factor_alpha`` is the part of the factor that comes from acceptance alone (the
+    spread arm with every request at ``tokens``); ``step_ms`` the step costs used, [B, k, ms]. None
+    without the surface's points at (k, B).
+    """
+    reading = surface_e(section, alpha, k, batch)
+    costs = _step_costs(section, alpha, k)
+    if reading is None or costs is None or not requests or draws < 1:
+        return None
+    rng = random.Random(seed)
+    drawn = draw_requests(requests, draws, rng)
+    profiles: dict[float, SyntheticProfile] = {}
+    for a in {a for a, _ in drawn}:
+        profiles[a] = geometric_profile(a, k)
+    spread = [request_steps(profiles[a], n, rng) for a, n in drawn]
+    fixed = [request_steps(profiles[a], tokens, rng) for a, _ in drawn]
+
+    def pooled(runs: Sequence[Sequence[tuple[int, int]]]) -> float:
+        drafted = sum(d for steps in runs for d, _ in steps)
+        return min(1.0, sum(a for steps in runs for _, a in steps) / drafted) if drafted else 0.0
+
+    def e_of(runs: Sequence[Sequence[tuple[int, int]]], lengths: Sequence[int]) -> float | None:
+        spec = _waves([[d for d, _ in steps] for steps in runs], batch)
+        base = _waves([[0] * n for n in lengths], batch)
+        return predict_speedup_waves(costs, base, spec)
+
+    def e_uniform(at: float) -> float | None:
+        profile = geometric_profile(at, k)
+        return e_of([request_steps(profile, tokens, rng) for _ in drawn], [tokens] * len(drawn))
+
+    e_spread, e_fixed = e_of(spread, [n for _, n in drawn]), e_of(fixed, [tokens] * len(drawn))
+    u_spread, u_fixed = e_uniform(pooled(spread)), e_uniform(pooled(fixed))
+    if e_spread is None or e_fixed is None or not u_spread or not u_fixed:
+        return None
+    factor = e_spread / u_spread
+    return {
+        "alpha": alpha,
+        "k": k,
+        "batch": batch,
+        "surface_e": reading[0],
+        "extrapolated": reading[1],
+        "pooled_alpha_drawn": pooled(spread),
+        "factor": factor,
+        "factor_alpha": e_fixed / u_fixed,
+        "e": reading[0] * factor,
+        "draws": draws,
+        "step_ms": [[p.batch, p.k, p.step_s * MS] for p in costs.points],  # t_step(B, k) the factor used
+    }
 
 
 def speedup_at(
