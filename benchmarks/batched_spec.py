@@ -57,9 +57,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, see README)")
     ap.add_argument("--json", type=Path, help="also write the rows (one per B) as JSON")
     ap.add_argument("--quick", action="store_true", help="smoke run: 8 prompts, 16 tokens, 3 repeats")
+    ap.add_argument("--smoke", action="store_true", help="test run (seconds): B = 1, 2; 2 prompts, 8 tokens")
     args = ap.parse_args(argv)
     if args.quick:
         args.limit, args.max_tokens, args.cost_repeats = min(args.limit, 8), min(args.max_tokens, 16), 3
+    if args.smoke:
+        args.batches = sorted({min(b, 2) for b in args.batches})
+        args.limit, args.max_tokens, args.cost_repeats = min(args.limit, 2), min(args.max_tokens, 8), 1
     for name in ("k", "limit", "max_tokens", "cost_repeats", "threads"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")

@@ -49,11 +49,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, see README)")
     ap.add_argument("--json", type=Path, help="also write both sides and the verdict as JSON")
     ap.add_argument("--quick", action="store_true", help="smoke run: levels 1,2,4, 8 prompts, 16 tokens")
+    ap.add_argument(
+        "--smoke", action="store_true", help="test run (seconds): levels 1,2; k = 2; 2 prompts, 8 tokens"
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.levels = [b for b in args.levels if b <= 4] or args.levels[:1]
         args.limit, args.tune_limit = min(args.limit, 8), min(args.tune_limit, 6)
         args.max_tokens, args.cost_repeats = min(args.max_tokens, 16), 3
+    if args.smoke:
+        args.levels, args.k, args.k_max = [min(b, 2) for b in args.levels], [min(args.k)], min(args.k)
+        args.limit, args.tune_limit = min(args.limit, 2), min(args.tune_limit, 2)
+        args.max_tokens, args.cost_repeats = min(args.max_tokens, 8), 1
     args.levels, args.k = sorted(set(args.levels)), sorted(set(args.k))
     for name in ("k_max", "limit", "tune_limit", "max_tokens", "cost_repeats", "threads"):
         if getattr(args, name) < 1:

@@ -29,6 +29,7 @@ from specmeter.engine.loader import LoadedModel, load_model
 from specmeter.engine.runner import PreparedPrompt as Prompt
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
+from specmeter.metrics.costmodel import step_mix
 from specmeter.metrics.records import CostCurve, RequestRecord, RunRecord
 from specmeter.metrics.speedup import speedup_calibrated
 from specmeter.metrics.summary import summarize
@@ -57,10 +58,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, see README)")
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--quick", action="store_true", help="smoke run (~15-30 s): 4 prompts, 32 tokens, 1 pass")
+    ap.add_argument("--smoke", action="store_true", help="test run (seconds): 2 prompts, 8 tokens, 1 pass")
     ap.add_argument("--profile", type=Path, help="also write a cProfile of specmeter's speculative decoding")
     args = ap.parse_args(argv)
     if args.quick:
         args.limit, args.max_tokens, args.repeats = min(args.limit, 4), min(args.max_tokens, 32), 1
+    if args.smoke:
+        args.limit, args.max_tokens, args.repeats = min(args.limit, 2), min(args.max_tokens, 8), 1
     for name in ("k", "max_tokens", "limit", "repeats", "threads"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
@@ -236,7 +240,7 @@ def ratio_line(label: str, slow: list[float], fast: list[float], goal: float | N
     return line
 
 
-def time_breakdown(m: Measurements, curve: CostCurve, tau: float, k: int, e_meas: float) -> list[str]:
+def time_breakdown(m: Measurements, curve: CostCurve, e_meas: float) -> list[str]:
     """Where speculative decoding's time went, next to what the cost curve predicts for the same work."""
     steps = [s for rec in m.spec for s in rec.steps]
     prefill = sum(rec.prefill_s for rec in m.spec)
@@ -257,10 +261,10 @@ def time_breakdown(m: Measurements, curve: CostCurve, tau: float, k: int, e_meas
                 full = prev.accepted == prev.drafted
                 (after_full if full else after_reject).append(step.draft_s / step.draft_forwards)
 
-    # E_cal again with t_D(1) replaced by the draft's time per forward inside the loop: how much of the
-    # E_meas / E_cal gap the isolated draft timing explains.
+    # E_cal again, for the run's measured step mix, with t_D(1) replaced by the draft's time per forward
+    # inside the loop: how much of the E_meas / E_cal gap the isolated draft timing explains.
     in_loop = replace(curve, draft_s=drafting / max(sum(s.draft_forwards for s in steps), 1))
-    e_loop = speedup_calibrated(tau, k, in_loop) or float("nan")
+    e_loop = speedup_calibrated(step_mix(m.spec), in_loop) or float("nan")
 
     def vs(real: float, model: float) -> str:
         return f"{real * 1e3:8.0f} ms   cost curve predicts {model * 1e3:6.0f} ms ({real / model - 1:+.0%})"
@@ -327,7 +331,7 @@ def report(args: argparse.Namespace, m: Measurements, target: LoadedModel, draft
         f"E_meas / E_cal {e_meas / burst:.3f}"
     )
     print("\nwhere specmeter's speculative time went:")
-    print("\n".join(time_breakdown(m, curve, s["acceptance_length"], args.k, e_meas)))
+    print("\n".join(time_breakdown(m, curve, e_meas)))
 
     if m.mismatches:
         print(f"\nFAIL: greedy outputs differ from transformers' plain generate in {len(m.mismatches)} runs:")

@@ -256,8 +256,8 @@ def ttft_table(args: argparse.Namespace) -> int:
         for c in levels:
             for mode, stagger in (("lockstep", False), ("staggered", True)):
                 for n in processes:
-                    level = _level(url, c, max(2 * c, 40), args.paced_chunks, args.tokens_per_chunk,
-                                   args.interval_ms, stagger, n)  # fmt: skip
+                    level = _level(url, c, max(2 * c, 4 if args.smoke else 40), args.paced_chunks,
+                                   args.tokens_per_chunk, args.interval_ms, stagger, n)  # fmt: skip
                     rows.append((mode, asyncio.run(level)))
     finally:
         server.terminate()
@@ -294,7 +294,16 @@ def main(argv: list[str] | None = None) -> int:
         "client process count in this list (e.g. 1,2,4: load --client-processes).",
     )
     parser.add_argument("--json", help="Also write the figures as JSON to this file.")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="Test run (seconds): levels 1,4 on both servers, 8 chunks flooding, 4 paced at 5 ms, a few "
+        "requests per level (also with --ttft-table).",
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.levels = args.paced_levels = "1,4"
+        args.chunks, args.paced_chunks, args.interval_ms, args.requests = 8, 4, 5.0, 2
     if args.ttft_table:
         return ttft_table(args)
     flood_levels = [int(x) for x in args.levels.split(",") if x]
@@ -314,14 +323,14 @@ def main(argv: list[str] | None = None) -> int:
             f"load average {os.getloadavg()[0]:.1f} before the run"
         )
         for c in flood_levels:
-            n = max(args.requests * c, 100)
+            n = max(args.requests * c, 4 if args.smoke else 100)
             runs["flood"].append(asyncio.run(_level(url, c, n, args.chunks, args.tokens_per_chunk, 0.0)))
         for name, stagger in (("lockstep", False), ("staggered", True)):
             for c in paced_levels:
                 level = _level(
                     url,
                     c,
-                    max(2 * c, 20),
+                    max(2 * c, 4 if args.smoke else 20),
                     args.paced_chunks,
                     args.tokens_per_chunk,
                     args.interval_ms,

@@ -73,6 +73,7 @@ VARIANTS: dict[str, list[str]] = {
     "bare": ["--chunk-counts", "none"],
     "no-metrics": ["--server", "unknown", "--no-metrics"],
 }
+SMOKE_VARIANTS = "before,default,no-metrics"  # --smoke: the extra body, the default, no scrapes
 
 
 @dataclass
@@ -308,12 +309,24 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="serve's --max-batch; 1 = one request at a time (issue 19's setup).",
     )
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="Comma-separated subset of variants.")
+    parser.add_argument(
+        "--variants",
+        help=f"Comma-separated subset of variants (default: all; with --smoke {SMOKE_VARIANTS} and aiperf).",
+    )
     parser.add_argument("--aiperf", default="/work/aiperf-venv/bin/aiperf", help="aiperf executable, if any.")
     parser.add_argument("--aiperf-artifacts", help="Keep aiperf's latest artifacts in this folder.")
     parser.add_argument("--json", help="Also write every run's figures to this file.")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="Test run (seconds): 4 requests × 8 tokens at concurrency 2, one round, 2 warm-up requests.",
+    )
     args = parser.parse_args(argv)
-    variants = [v for v in args.variants.split(",") if v]
+    if args.smoke:
+        args.limit, args.max_tokens, args.concurrency = min(args.limit, 4), min(args.max_tokens, 8), 2
+        args.repeats = 1
+    chosen = args.variants or (SMOKE_VARIANTS if args.smoke else ",".join(VARIANTS))
+    variants = [v for v in chosen.split(",") if v]
     unknown = [v for v in variants if v not in VARIANTS and v != "aiperf"]
     if unknown:
         parser.error(f"unknown variants: {', '.join(unknown)}")
@@ -337,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"model {server.model}, k={args.k}"
             )
             warm = [_tool("specmeter"), "load", "--endpoint", server.url, "--prompts", str(ours),
-                    "--limit", "8", "--concurrency", "2", "--max-tokens", str(args.max_tokens),
+                    "--limit", "2" if args.smoke else "8", "--concurrency", "2", "--max-tokens",
+                    str(args.max_tokens),
                     "--warmup", "0", "--quiet"]  # fmt: skip
             subprocess.run(warm, check=True)
             for r in range(args.repeats):

@@ -82,9 +82,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1, help="torch threads of each server (default 1)")
     ap.add_argument("--json", type=Path, help="also write every run's figures and the ratios as JSON")
     ap.add_argument("--quick", action="store_true", help="smoke run: 32 requests, 32 tokens, 1 round")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="test run (seconds): concurrency 2, 4 requests, 8 tokens, 1 round",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.requests, args.max_tokens, args.rounds = min(args.requests, 32), min(args.max_tokens, 32), 1
+    if args.smoke:
+        args.requests, args.max_tokens, args.rounds = min(args.requests, 4), min(args.max_tokens, 8), 1
+        args.concurrency, args.max_batch, args.warmup = min(args.concurrency, 2), min(args.max_batch, 2), 1
     for name in ("k", "max_batch", "concurrency", "requests", "max_tokens", "rounds", "threads"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")

@@ -48,10 +48,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=4, help="the batched level (besides B = 1)")
     ap.add_argument("--alpha", default="0.5,0.6,0.7,0.8,0.9", help="the what-if grid around the real α")
     ap.add_argument("--threads", type=int, default=None)
-    return ap.parse_args(argv)
+    ap.add_argument("--smoke", action="store_true", help="test run (seconds): B = 1, 2; 2 prompts, 8 tokens")
+    args = ap.parse_args(argv)
+    if args.smoke:  # one torch thread unless told: two stall on a shared machine (README, engine_vs_hf)
+        args.limit, args.max_tokens, args.batch = min(args.limit, 2), min(args.max_tokens, 8), 2
+        args.alpha, args.threads = "0.5,0.9", args.threads or 1
+    return args
 
 
 def _cfg(args: argparse.Namespace, **fields: Any) -> MeasureConfig:
+    if args.smoke:  # the smallest cost curves: a test run checks the code paths, not the machine
+        fields.setdefault("cost_repeats", 1)
     return MeasureConfig(
         target=args.target, prompts=args.prompts, drafts=[args.draft], k=[args.k], limit=args.limit,
         max_tokens=args.max_tokens, threads=args.threads, store=None, **fields,
