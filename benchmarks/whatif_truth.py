@@ -9,7 +9,8 @@ On the bundled legal pair (target + draft-legal, legal golden set, greedy, k = 4
 then reads the surface at the real α (linear in α, ``selection.whatif_surface.surface_e``) and prints
 predicted against measured E at each batch size, end to end and decode-only, with the relative error; and
 the same reading corrected for the spread of the real requests' acceptance
-(``selection.whatif_surface.spread_prediction`` with the real run's per-request α and output lengths, docs/metrics.md "What if": requests that differ).
+(``selection.whatif_surface.spread_prediction`` with the real run's per-request α and output lengths,
+docs/metrics.md "What if": requests that differ).
 Goal: within 10% at B = 1 and at the batched level. Measurements run one after another (not
 interleaved), so drift of the machine between them is part of the error; run it on a quiet machine and
 say what else ran.
