@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 import pytest
 import torch
+from sampling_stats import chi_square_pvalue
 
 from specmeter.engine.ngram import NgramProposer, NgramSimpleProposer, llamacpp_ngram_simple, vllm_ngram
 from specmeter.engine.proposer import Proposals
-from specmeter.engine.sampling import SamplingParams
+from specmeter.engine.sampling import SamplingParams, verify_sampling
 from specmeter.engine.suffix import SuffixCache, SuffixProposer, SuffixTree
 
 GREEDY = SamplingParams()
@@ -233,3 +234,39 @@ def test_model_free_proposals_are_deterministic_and_free() -> None:
         assert all(p.q is None for p in drafts.rows)
         assert drafts.rows[0].tokens and drafts.rows[1].tokens == []
         assert isinstance(drafts.rows[0].tokens[0], int) and not torch.is_tensor(drafts.rows[0].tokens[0])
+
+
+# ------------------------------------------------------------------------- verifying a one-hot q
+
+
+def test_verify_sampling_without_q_is_the_one_hot_rule_draw_for_draw() -> None:
+    """q=None is exactly q = one-hot(y): the same verdict from the same random draws."""
+    g = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        p = torch.softmax(torch.randn(4, 7, generator=g) * 2, -1)
+        y = torch.randint(0, 7, (3,), generator=g)
+        seed = int(torch.randint(0, 2**31, (1,), generator=g))
+        one_hot = torch.nn.functional.one_hot(y, 7).float()
+        a = verify_sampling(p, None, y, torch.Generator().manual_seed(seed))
+        b = verify_sampling(p, one_hot, y, torch.Generator().manual_seed(seed))
+        assert a == b
+
+
+def test_verify_sampling_without_q_keeps_the_target_distribution() -> None:
+    """A fixed proposal y (a deterministic method) against p: the first token is p[0]-distributed, and given
+    y_1 accepted the second is p[1]-distributed; y_1 is accepted with probability p[0](y_1)."""
+    g = torch.Generator().manual_seed(1)
+    p = torch.softmax(torch.randn(3, 6, generator=g) * 1.5, -1)
+    y = torch.tensor([int(p[0].argmin()), int(p[1].argmax())])  # an unlikely y_1: rejections are common
+    first, second, kept = [0] * 6, [0] * 6, 0
+    n = 20_000
+    for _ in range(n):
+        v = verify_sampling(p, None, y, g)
+        out = [*y[: v.accepted].tolist(), v.token]
+        first[out[0]] += 1
+        if v.accepted >= 1:
+            kept += 1
+            second[out[1]] += 1
+    assert chi_square_pvalue(first, p[0].tolist()) > 1e-3
+    assert chi_square_pvalue(second, p[1].tolist()) > 1e-3
+    assert abs(kept / n - float(p[0, y[0]])) < 4 * (float(p[0, y[0]]) / n) ** 0.5 + 1e-3

@@ -62,7 +62,7 @@ def vllm_ngram(tokens: Sequence[int], min_n: int, max_n: int, k: int) -> list[in
 
 
 def llamacpp_ngram_simple(context: Sequence[int], size_n: int, size_m: int) -> list[int]:
-    """llama.cpp's ``ngram-simple`` proposal for ``context`` (all committed tokens, the last sampled one last).
+    """llama.cpp's ``ngram-simple`` proposal for ``context`` (the committed tokens, the last sampled last).
 
     Follows ``common_ngram_simple_draft`` in ``common/ngram-map.cpp`` of ggml-org/llama.cpp at commit
     003c90352d1784dc688199277af83e62224bbbef (``check_rate`` 1: a lookup at every step, as in the later

@@ -27,7 +27,6 @@ what there is, and records ``drafted`` as the number proposed. The draft model i
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -55,7 +54,7 @@ class Proposals:
     forwards: int = 0
 
 
-class Proposer(ABC):
+class Proposer:
     """Proposes draft tokens for the loops' live sequences; see the module docstring for the call order."""
 
     name: str = "proposer"
@@ -65,7 +64,7 @@ class Proposer(ABC):
     vocab_size: int | None = None
 
     def open(self, rows: int, capacity: int, vocab: int, *, batched: bool) -> None:
-        """Take ``rows`` sequence slots of at least ``capacity`` tokens; ``vocab`` is the shared vocabulary."""
+        """Take ``rows`` slots of at least ``capacity`` tokens; ``vocab``: the one shared with the target."""
 
     def reserve(self, capacity: int) -> None:
         """Make room for sequences of ``capacity`` tokens, keeping what is there."""
@@ -73,7 +72,6 @@ class Proposer(ABC):
     def start(self, first_row: int, prompts: Sequence[Sequence[int]]) -> None:
         """Sequences begin in rows ``first_row`` … with these prompts."""
 
-    @abstractmethod
     def propose(
         self,
         contexts: Sequence[Sequence[int]],
@@ -82,6 +80,7 @@ class Proposer(ABC):
         generators: Sequence[torch.Generator | None],
     ) -> Proposals:
         """At most ``ds[r]`` tokens after ``contexts[r]`` for every live row r = 0 … B-1."""
+        raise NotImplementedError
 
     def commit(self, row: int, tokens: Sequence[int]) -> None:
         """Row ``row`` appended ``tokens`` to its committed sequence."""
@@ -101,9 +100,9 @@ class ModelFreeProposer(Proposer):
 
     deterministic = True
 
-    @abstractmethod
     def draft(self, row: int, context: Sequence[int], d: int) -> list[int]:
         """At most ``d`` tokens to follow ``context`` (row ``row``'s committed sequence)."""
+        raise NotImplementedError
 
     def propose(
         self,
@@ -112,7 +111,8 @@ class ModelFreeProposer(Proposer):
         params: Sequence[SamplingParams],
         generators: Sequence[torch.Generator | None],
     ) -> Proposals:
-        rows = [Proposal(self.draft(r, c, d)[:d] if d > 0 else []) for r, (c, d) in enumerate(zip(contexts, ds))]
+        pairs = enumerate(zip(contexts, ds, strict=True))
+        rows = [Proposal(self.draft(r, c, d)[:d] if d > 0 else []) for r, (c, d) in pairs]
         return Proposals(rows, 0)
 
 
@@ -226,9 +226,7 @@ class DraftModelProposer(Proposer):
                     ys[r].append(tokens[r])
                 if i < depth - 1:
                     q_logits = draft.forward_rows(0, [[t] for t in tokens])[:, 0, : self._vocab]
-        rows = [
-            Proposal(ys[r][: ds[r]], None if params[r].greedy else qs[r][: ds[r]]) for r in range(b)
-        ]
+        rows = [Proposal(ys[r][: ds[r]], None if params[r].greedy else qs[r][: ds[r]]) for r in range(b)]
         return Proposals(rows, depth)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import replace
-
 from typing import TYPE_CHECKING
 
 from specmeter.engine.loader import LoadedModel
@@ -62,7 +61,9 @@ def layer_draft(target: LoadedModel, n: int) -> LoadedModel:
     model = _native(target, "self-speculation (layers:n)", "use a draft model or a model-free method")
     layers = len(model.layers)
     if not 1 <= n < layers:
-        raise StandInUnsupported(f"layers: key 'n' must be in 1 … {layers - 1} (the target has {layers} layers)")
+        raise StandInUnsupported(
+            f"layers: key 'n' must be in 1 … {layers - 1} (the target has {layers} layers)"
+        )
     return _first_layers(target, model, n, f"layers:n={n}")
 
 

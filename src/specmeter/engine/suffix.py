@@ -94,7 +94,7 @@ class SuffixDraft:
 
 
 class SuffixTree:
-    """ArcticInference's ``SuffixTree`` (append, extend, remove, linear speculate) without path compression."""
+    """ArcticInference's ``SuffixTree`` (append, extend, remove, linear speculate), not path-compressed."""
 
     def __init__(self, max_depth: int) -> None:
         self.max_depth = max_depth

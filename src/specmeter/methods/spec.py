@@ -1,4 +1,4 @@
-"""One way to name a candidate: a draft model directory as before, or a method spec ``METHOD[:key=value,...]``.
+"""One way to name a candidate: a draft model directory as before, or a method spec ``METHOD[:key=value,…]``.
 
 ``ngram:min=2,max=4``, ``ngram-simple``, ``suffix:depth=24``, ``eagle:head=DIR``, ``layers:n=2``. The
 table :data:`METHODS` is the one place a method's keys, their defaults and their checks live; docs/methods.md
@@ -140,13 +140,27 @@ METHODS: dict[str, Method] = {
             "suffix",
             "suffix decoding: suffix trees over this request and earlier responses",
             (
-                Key("depth", "int", 24, "max_tree_depth: longest suffix stored and matched", low=1, high=4096),
-                Key("requests", "int", 10000, "max_cached_requests: responses kept in the global tree "
-                    "(0: none)", low=0, high=2**31 - 1),  # fmt: skip
+                Key(
+                    "depth", "int", 24, "max_tree_depth: longest suffix stored and matched", low=1, high=4096
+                ),
+                Key(
+                    "requests",
+                    "int",
+                    10000,
+                    "max_cached_requests: responses kept in the global tree (0: none)",
+                    low=0,
+                    high=2**31 - 1,
+                ),
                 Key("factor", "float", 1.0, "max_spec_factor: draft ≤ factor·match + offset", low=0.0),
                 Key("offset", "float", 0.0, "max_spec_offset: draft ≤ factor·match + offset"),
-                Key("min_prob", "float", 0.1, "min_token_prob: stop when a token's estimate drops below",
-                    low=0.0, high=1.0),  # fmt: skip
+                Key(
+                    "min_prob",
+                    "float",
+                    0.1,
+                    "min_token_prob: stop when a token's estimate drops below",
+                    low=0.0,
+                    high=1.0,
+                ),
             ),
             deterministic=True,
             model_free=True,
