@@ -18,7 +18,14 @@ from specmeter.engine.speculative import speculative_decode
 from specmeter.engine.tiny import sample_corpus
 
 MAX = 20
-METHODS = ["ngram:min=1,max=3", "ngram-simple:n=1,m=4", "suffix", "layers:n=2", "draft-dir"]
+METHODS = [
+    "ngram:min=1,max=3",
+    "ngram-simple:n=1,m=4",
+    "ngram-map-k:n=1,m=2",
+    "suffix",
+    "layers:n=2",
+    "draft-dir",
+]
 
 
 @pytest.fixture(scope="module")

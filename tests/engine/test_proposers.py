@@ -15,7 +15,14 @@ import pytest
 import torch
 from sampling_stats import chi_square_pvalue
 
-from specmeter.engine.ngram import NgramProposer, NgramSimpleProposer, llamacpp_ngram_simple, vllm_ngram
+from specmeter.engine.ngram import (
+    NgramMapKeyProposer,
+    NgramProposer,
+    NgramSimpleProposer,
+    llamacpp_ngram_map_k,
+    llamacpp_ngram_simple,
+    vllm_ngram,
+)
 from specmeter.engine.proposer import Proposals
 from specmeter.engine.sampling import SamplingParams, verify_sampling
 from specmeter.engine.suffix import SuffixCache, SuffixProposer, SuffixTree
@@ -113,6 +120,16 @@ def test_llamacpp_length_rules() -> None:
     assert llamacpp_ngram_simple(ctx, 3, 4) == []  # occurrence at 7: two tokens follow, fewer than n = 3
     ctx = [8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2]
     assert llamacpp_ngram_simple(ctx, 2, 4) == [3, 4, 5, 6]  # m = 4 of the nine that follow
+
+
+def test_llamacpp_map_k_own_test_case_and_where_it_differs_from_simple() -> None:
+    # llama.cpp tests: common_ngram_map(2, 2, key_only) on history {99,1,2,7,8,3,4,1}, sampled 2 -> {7,8}.
+    assert llamacpp_ngram_map_k([99, 1, 2, 7, 8, 3, 4, 1, 2], 2, 2) == [7, 8]
+    ctx = [0, 5, 6, 1, 2, 3, 4, 5, 6, 7, 5, 6]  # [5,6] at 1 and at 7; only two tokens follow the one at 7
+    assert llamacpp_ngram_simple(ctx, 2, 3) == [7, 5]  # simple: the newest, what is left of it
+    assert llamacpp_ngram_map_k(ctx, 2, 3) == [1, 2, 3]  # map-k: the newest with m tokens after it
+    assert llamacpp_ngram_map_k(ctx[:6], 2, 3) == []  # L = 5 < 2n + m
+    assert _propose(NgramMapKeyProposer(2, 3), ctx, 2) == [1, 2]
 
 
 def _propose(proposer, context: Sequence[int], d: int) -> list[int]:
@@ -227,7 +244,7 @@ def test_suffix_rows_move_with_the_batch() -> None:
 
 
 def test_model_free_proposals_are_deterministic_and_free() -> None:
-    for proposer in (NgramProposer(1, 3), NgramSimpleProposer(1, 2)):
+    for proposer in (NgramProposer(1, 3), NgramSimpleProposer(1, 2), NgramMapKeyProposer(1, 2)):
         ctx = [4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5]
         drafts = proposer.propose([ctx, ctx[:3]], [3, 3], [GREEDY, SamplingParams(1.0)], [None, None])
         assert drafts.forwards == 0

@@ -33,6 +33,7 @@ TARGET = ModelInfo(
         ("ngram:max=3", "ngram:min=3,max=3", {"min": 3, "max": 3}),  # one given: the other follows
         ("ngram:min=4", "ngram:min=4,max=4", {"min": 4, "max": 4}),
         ("ngram-simple", "ngram-simple:n=12,m=48", {"n": 12, "m": 48}),  # llama.cpp's defaults
+        ("ngram-map-k:m=8", "ngram-map-k:n=12,m=8", {"n": 12, "m": 8}),
         ("suffix", "suffix", {"depth": 24, "requests": 10000, "factor": 1.0, "offset": 0.0, "min_prob": 0.1}),
         ("suffix:depth=24", "suffix", {"depth": 24}),  # the default is not repeated in the label
         ("suffix:depth=32, min_prob=0.2", "suffix:depth=32,min_prob=0.2", {"depth": 32, "min_prob": 0.2}),
@@ -66,7 +67,10 @@ def test_specs_parse_with_engine_defaults_and_a_stable_label(text: str, label: s
         ("suffix:factor=x", "suffix: key 'factor' must be a number, got 'x'"),
         ("eagle", "eagle: key 'head' is required"),
         ("layers:n=0", "layers: key 'n' must be >= 1, got 0"),
-        ("lookahead:n=3", "lookahead: unknown method (known: ngram, ngram-simple, suffix, eagle, layers)"),
+        (
+            "lookahead:n=3",
+            "lookahead: unknown method (known: ngram, ngram-simple, ngram-map-k, suffix, eagle, layers)",
+        ),
     ],
 )
 def test_a_bad_spec_is_one_line_naming_method_and_key(text: str, message: str) -> None:
@@ -87,8 +91,9 @@ def test_model_directories_stay_model_directories(tmp_path: Path, monkeypatch: p
 
 
 def test_determinism_and_extra_memory_are_honest() -> None:
-    assert [m for m in METHODS if METHODS[m].deterministic] == ["ngram", "ngram-simple", "suffix"]
-    for text in ("ngram", "ngram-simple", "suffix"):
+    deterministic = ["ngram", "ngram-simple", "ngram-map-k", "suffix"]
+    assert [m for m in METHODS if METHODS[m].deterministic] == deterministic
+    for text in deterministic:
         mem = parse_method(text).extra_memory(TARGET)
         assert (mem.weight_bytes, mem.kv_bytes_per_token, mem.total(10_000)) == (0, 0, 0)
     assert "host memory" in parse_method("suffix").extra_memory(TARGET).host_note

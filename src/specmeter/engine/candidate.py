@@ -1,8 +1,8 @@
 """From a candidate's name to the proposer that runs it: ``make_proposer("ngram:min=2,max=4", target)``.
 
 A name is a draft model directory (loaded like the target, wrapped in a ``DraftModelProposer``) or a method
-spec parsed by ``specmeter.methods`` (docs/methods.md): ``ngram``, ``ngram-simple``, ``suffix``,
-``layers:n`` run; ``eagle:head=DIR`` parses but has no engine yet (one clear error).
+spec parsed by ``specmeter.methods`` (docs/methods.md): ``ngram``, ``ngram-simple``, ``ngram-map-k``,
+``suffix``, ``layers:n`` run; ``eagle:head=DIR`` parses but has no engine yet (one clear error).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from specmeter.engine.loader import LoadedModel, load_model
-from specmeter.engine.ngram import NgramProposer, NgramSimpleProposer
+from specmeter.engine.ngram import NgramMapKeyProposer, NgramProposer, NgramSimpleProposer
 from specmeter.engine.proposer import DraftModelProposer, Proposer
 from specmeter.engine.standin import layer_draft
 from specmeter.engine.suffix import SuffixProposer
@@ -42,6 +42,8 @@ def proposer_for_spec(spec: MethodSpec, target: LoadedModel) -> Proposer:
         return NgramProposer(spec.int_value("min"), spec.int_value("max"), name=spec.label)
     if spec.method == "ngram-simple":
         return NgramSimpleProposer(spec.int_value("n"), spec.int_value("m"), name=spec.label)
+    if spec.method == "ngram-map-k":
+        return NgramMapKeyProposer(spec.int_value("n"), spec.int_value("m"), name=spec.label)
     if spec.method == "suffix":
         return SuffixProposer(
             max_tree_depth=spec.int_value("depth"),

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 
 from specmeter.engine.proposer import ModelFreeProposer
 
-__all__ = ["NgramProposer", "NgramSimpleProposer", "llamacpp_ngram_simple", "vllm_ngram"]
+__all__ = [
+    "NgramMapKeyProposer",
+    "NgramProposer",
+    "NgramSimpleProposer",
+    "llamacpp_ngram_map_k",
+    "llamacpp_ngram_simple",
+    "vllm_ngram",
+]
 
 
 def vllm_ngram(tokens: Sequence[int], min_n: int, max_n: int, k: int) -> list[int]:
@@ -97,6 +104,35 @@ def llamacpp_ngram_simple(context: Sequence[int], size_n: int, size_m: int) -> l
     return [int(t) for t in tokens[match + size_n : match + size_n + copy]]
 
 
+def llamacpp_ngram_map_k(context: Sequence[int], size_n: int, size_m: int) -> list[int]:
+    """llama.cpp's ``ngram-map-k`` proposal: ``common_ngram_map_draft`` in key-only mode.
+
+    ``common/ngram-map.cpp`` of ggml-org/llama.cpp at commit 003c90352d1784dc688199277af83e62224bbbef with
+    ``key_only = true`` (``--spec-type ngram-map-k``) and ``check_rate`` 1 (llama.cpp's default). With
+    ``context = inp + [sampled]`` and L = len(inp):
+
+    * nothing unless L >= 2 · size_n + size_m;
+    * the key is the last size_n tokens of ``context``;
+    * the search runs backwards from start L - size_n - size_m - 1 down to 1: the NEWEST occurrence with
+      at least size_m + 1 history tokens after it wins (start 0 is never matched);
+    * the draft is the size_m tokens after it, always all of them (in key-only mode the value's
+      ``n_accepted`` stays size_m: ``common_ngram_map_accept`` only updates drafts of the full mode).
+
+    The key statistics the function also keeps (``key_num``, values) do not change a key-only draft.
+    Tested on llama.cpp's own test case (history 99 1 2 7 8 3 4 1, sampled 2, n = m = 2 -> 7 8) and
+    hand-worked sequences; not run against a built llama.cpp. Later llama.cpp versions index keys in a hash
+    map (``common_ngram_map_begin``); this port follows the linear search of the commit above.
+    """
+    tokens, cur_len = context[:-1], len(context) - 1
+    if cur_len < 2 * size_n + size_m:
+        return []
+    key = list(context[-size_n:])
+    for j in range(cur_len - size_n - size_m - 1, 0, -1):
+        if list(tokens[j : j + size_n]) == key:
+            return [int(t) for t in tokens[j + size_n : j + size_n + size_m]]
+    return []
+
+
 class NgramProposer(ModelFreeProposer):
     """``ngram:min=…,max=…``: vLLM's n-gram proposer (:func:`vllm_ngram`) with k = the step's d."""
 
@@ -121,3 +157,16 @@ class NgramSimpleProposer(ModelFreeProposer):
 
     def draft(self, row: int, context: Sequence[int], d: int) -> list[int]:
         return llamacpp_ngram_simple(context, self.size_n, self.size_m)[:d]
+
+
+class NgramMapKeyProposer(ModelFreeProposer):
+    """``ngram-map-k:n=…,m=…``: llama.cpp's ngram-map-k (:func:`llamacpp_ngram_map_k`), cut to d tokens."""
+
+    def __init__(self, size_n: int = 12, size_m: int = 48, name: str | None = None) -> None:
+        if size_n < 1 or size_m < 1:
+            raise ValueError(f"ngram-map-k: n ({size_n}) and m ({size_m}) must be >= 1")
+        self.size_n, self.size_m = size_n, size_m
+        self.name = name or f"ngram-map-k:n={size_n},m={size_m}"
+
+    def draft(self, row: int, context: Sequence[int], d: int) -> list[int]:
+        return llamacpp_ngram_map_k(context, self.size_n, self.size_m)[:d]

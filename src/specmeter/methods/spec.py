@@ -1,8 +1,8 @@
 """One way to name a candidate: a draft model directory as before, or a method spec ``METHOD[:key=value,…]``.
 
-``ngram:min=2,max=4``, ``ngram-simple``, ``suffix:depth=24``, ``eagle:head=DIR``, ``layers:n=2``. The
-table :data:`METHODS` is the one place a method's keys, their defaults and their checks live; docs/methods.md
-describes each method and cites the engine whose semantics it follows.
+``ngram:min=2,max=4``, ``ngram-simple``, ``ngram-map-k``, ``suffix:depth=24``, ``eagle:head=DIR``,
+``layers:n=2``. The table :data:`METHODS` is the one place a method's keys, their defaults and their
+checks live; docs/methods.md describes each method and cites the engine whose semantics it follows.
 
 A text is a method spec when the part before the first ``:`` is a known method name, unless a file or
 directory of exactly that text exists (``./ngram`` always names a directory). Anything else is a model
@@ -135,6 +135,17 @@ METHODS: dict[str, Method] = {
             deterministic=True,
             model_free=True,
             engine="llama.cpp common_ngram_simple_draft",
+        ),
+        Method(
+            "ngram-map-k",
+            "llama.cpp's ngram-map-k: the newest earlier occurrence with m tokens after it",
+            (
+                Key("n", "int", 12, "size_key: tokens of the lookup key", 1, 1024, always=True),
+                Key("m", "int", 48, "size_value: tokens drafted after the key", 1, 1024, always=True),
+            ),
+            deterministic=True,
+            model_free=True,
+            engine="llama.cpp common_ngram_map_draft (key only)",
         ),
         Method(
             "suffix",
