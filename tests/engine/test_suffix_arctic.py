@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from specmeter.engine.suffix import SuffixCache
+from specmeter.engine.suffix import SuffixCache, SuffixProposer
 
 arctic = pytest.importorskip("arctic_inference.suffix_decoding")
 
@@ -67,3 +67,22 @@ def _one_run(seed: int) -> int:
 
 def test_identical_to_arctic_inference_on_random_requests() -> None:
     assert sum(_one_run(seed) for seed in range(100)) > 1000
+
+
+def test_the_proposer_can_run_arctic_inference_itself() -> None:
+    ours, native = SuffixProposer(max_tree_depth=8), SuffixProposer(max_tree_depth=8, native=True)
+    assert native.native and not ours.native
+    rnd = random.Random(5)
+    for _ in range(20):
+        prompt = [rnd.randrange(4) for _ in range(rnd.randint(1, 12))]
+        response = [rnd.randrange(4) for _ in range(rnd.randint(1, 12))]
+        for p in (ours, native):
+            p.start(0, [prompt])
+        context = list(prompt)
+        for tok in response:
+            context.append(tok)
+            for p in (ours, native):
+                p.commit(0, [tok])
+            assert ours.draft(0, context, 5) == native.draft(0, context, 5)
+        for p in (ours, native):
+            p.finish(0)

@@ -24,11 +24,13 @@ What is the same, down to float32 arithmetic and tie-breaking:
   ties going to the longer match. The local tree's draft beats the global one's unless the global score
   is strictly higher.
 
-What differs: the tree is not path-compressed (a node per token; memory O(tokens · depth) instead of
-O(tokens)), which changes no count, order or draft. Tested against the real extension: built from the
-0.3.0 sdist on this CPU machine (nanobind, C++20), the two produced identical drafts, probabilities and
-scores on thousands of random requests, with eviction (tests/engine/test_proposers.py keeps hand-worked
-cases; docs/methods.md says how the comparison was run).
+What differs: the tree is not path-compressed (a node per token, about 60 bytes: host memory
+O(tokens · depth) instead of O(tokens)), which changes no count, order or draft; and it is Python, so a
+step's proposing costs far more CPU time than the C++ (``SuffixProposer(native=True)`` runs
+ArcticInference's own cache when it imports). Tested against the real extension, built from the 0.3.0
+sdist on a CPU machine (nanobind, C++20): identical drafts, probabilities, scores, match lengths and cached
+requests on 70,860 speculations of 360 random workloads with eviction (tests/engine/test_suffix_arctic.py
+repeats part of it where ``arctic_inference`` imports; docs/methods.md says how).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -47,40 +50,84 @@ _F32 = np.float32
 
 
 class _Node:
-    __slots__ = ("children", "count", "order", "token")
+    """A trie node. Most nodes have at most one child, so a lone child is held as is (``kids`` is the node)
+    and the dict and the ordered list exist only from the second child on (memory ~60 bytes a node)."""
 
-    def __init__(self, token: int = -1) -> None:
+    __slots__ = ("count", "kids", "order", "token")
+
+    def __init__(self, token: int, count: int) -> None:
         self.token = token
-        self.count = 0
-        self.children: dict[int, _Node] = {}
-        self.order: list[_Node] = []  # children by decreasing count, ties in the native lists' order
+        self.count = count
+        self.kids: _Node | dict[int, _Node] | None = None
+        self.order: list[_Node] | None = None  # 2+ children by decreasing count, ties as the native lists
 
+    def child(self, token: int) -> _Node | None:
+        kids = self.kids
+        if kids is None:
+            return None
+        if isinstance(kids, _Node):
+            return kids if kids.token == token else None
+        return kids.get(token)
 
-def _increment(parent: _Node, child: _Node) -> None:
-    """``_increment_count``: count + 1 and the child's new place among its siblings."""
-    order = parent.order
-    i = order.index(child)
-    c = child.count
-    to_front = i > 0 and order[i - 1].count == c + 1
-    del order[i]
-    child.count = c + 1
-    bound = c + 1 if to_front else c  # insert before the first sibling with count <= bound
-    j = 0
-    while j < len(order) and order[j].count > bound:
-        j += 1
-    order.insert(j, child)
+    def first(self) -> _Node | None:
+        """The child speculation follows: the highest count, first in the native sibling order."""
+        if self.order is not None:
+            return self.order[0]
+        return self.kids if isinstance(self.kids, _Node) else None
 
+    def add(self, child: _Node) -> None:
+        """A new child (count 1) goes last among its siblings (``_insert_into_siblings_after`` the tail)."""
+        kids = self.kids
+        if kids is None:
+            self.kids = child
+        elif isinstance(kids, _Node):
+            self.kids = {kids.token: kids, child.token: child}
+            self.order = [kids, child]
+        else:
+            kids[child.token] = child
+            assert self.order is not None
+            self.order.append(child)
 
-def _decrement(parent: _Node, child: _Node) -> None:
-    """``_decrement_count``: count - 1, the child first among its new count's siblings."""
-    order = parent.order
-    order.remove(child)
-    c = child.count
-    child.count = c - 1
-    j = 0
-    while j < len(order) and order[j].count >= c:
-        j += 1
-    order.insert(j, child)
+    def drop(self, child: _Node) -> None:
+        """Remove a child with its subtree."""
+        if isinstance(self.kids, _Node):
+            self.kids = None
+            return
+        assert isinstance(self.kids, dict) and self.order is not None
+        del self.kids[child.token]
+        self.order.remove(child)
+        if len(self.order) == 1:
+            self.kids, self.order = self.order[0], None
+
+    def increment(self, child: _Node) -> None:
+        """``_increment_count``: count + 1; a child moves to the front of its new count's block when it was
+        first of its old block and that block touched the new one, otherwise to the block's back."""
+        order = self.order
+        c = child.count
+        child.count = c + 1
+        if order is None:
+            return
+        i = order.index(child)
+        to_front = i > 0 and order[i - 1].count == c + 1
+        del order[i]
+        bound = c + 1 if to_front else c  # insert before the first sibling with count <= bound
+        j = 0
+        while j < len(order) and order[j].count > bound:
+            j += 1
+        order.insert(j, child)
+
+    def decrement(self, child: _Node) -> None:
+        """``_decrement_count``: count - 1, the child first among its new count's siblings."""
+        order = self.order
+        c = child.count
+        child.count = c - 1
+        if order is None:
+            return
+        order.remove(child)
+        j = 0
+        while j < len(order) and order[j].count >= c:
+            j += 1
+        order.insert(j, child)
 
 
 @dataclass
@@ -98,7 +145,7 @@ class SuffixTree:
 
     def __init__(self, max_depth: int) -> None:
         self.max_depth = max_depth
-        self.root = _Node()
+        self.root = _Node(-1, 0)
         self._seqs: dict[int, list[int]] = {}
         self._active: dict[int, deque[_Node]] = {}
 
@@ -111,14 +158,12 @@ class SuffixTree:
             active.popleft()
         seq.append(token)
         for n, node in enumerate(active):
-            child = node.children.get(token)
+            child = node.child(token)
             if child is None:
-                child = _Node(token)
-                child.count = 1
-                node.children[token] = child
-                node.order.append(child)
+                child = _Node(token, 1)
+                node.add(child)
             else:
-                _increment(node, child)
+                node.increment(child)
             active[n] = child
 
     def extend(self, seq_id: int, tokens: Sequence[int]) -> None:
@@ -132,21 +177,20 @@ class SuffixTree:
             node = self.root
             node.count -= 1
             for token in seq[start : start + self.max_depth]:
-                child = node.children.get(token)
+                child = node.child(token)
                 if child is None:
                     break
                 if child.count > 1:
-                    _decrement(node, child)
+                    node.decrement(child)
                 else:
-                    node.order.remove(child)
-                    del node.children[token]
+                    node.drop(child)
                     break
                 node = child
 
     def _match(self, context: Sequence[int]) -> _Node | None:
         node = self.root
         for token in context:
-            nxt = node.children.get(token)
+            nxt = node.child(token)
             if nxt is None:
                 return None
             node = nxt
@@ -173,9 +217,9 @@ class SuffixTree:
             probs: list[float] = []
             prob, score = _F32(1.0), _F32(0.0)
             while len(tokens) < max_tokens and prob >= min_prob:
-                if not node.order:
+                child = node.first()
+                if child is None:
                     break
-                child = node.order[0]
                 if child.count != node.count:
                     prob = _F32(prob * (_F32(child.count) / _F32(node.count)))
                     if prob < min_prob:
@@ -293,6 +337,9 @@ class SuffixProposer(ModelFreeProposer):
     never longer; a finished request's response stays in the global cache for later requests, in the
     order the requests started. One proposer instance is one cache: give every request of a run the same
     instance, and call :meth:`forget` to start from an empty cache.
+
+    ``native``: use ArcticInference's own ``SuffixDecodingCache`` (C++; the same drafts, far less CPU time
+    per step) — True requires ``arctic_inference`` to import, None uses it when it imports, False never.
     """
 
     def __init__(
@@ -303,24 +350,39 @@ class SuffixProposer(ModelFreeProposer):
         max_spec_offset: float = 0.0,
         min_token_prob: float = 0.1,
         name: str = "suffix",
+        native: bool | None = False,
     ) -> None:
         self.depth, self.max_cached_requests = max_tree_depth, max_cached_requests
         self.factor, self.offset, self.min_prob = max_spec_factor, max_spec_offset, min_token_prob
         self.name = name
-        self.cache = SuffixCache(max_tree_depth, max_cached_requests)
+        self._cache_class: Any = SuffixCache
+        if native is not False:
+            try:
+                from arctic_inference.suffix_decoding import SuffixDecodingCache
+            except ImportError:
+                if native:
+                    raise
+            else:
+                self._cache_class = SuffixDecodingCache
+        self.cache = self._cache_class(max_tree_depth=self.depth, max_cached_requests=max_cached_requests)
         self._rows: dict[int, int] = {}  # row -> request id
         self._next_request = 0
+
+    @property
+    def native(self) -> bool:
+        """Whether ArcticInference's own cache runs."""
+        return self._cache_class is not SuffixCache
 
     def start(self, first_row: int, prompts: Sequence[Sequence[int]]) -> None:
         for r, prompt in enumerate(prompts):
             if first_row + r in self._rows:  # a row reused without finish(): end its request first
                 self.finish(first_row + r)
             self._rows[first_row + r] = self._next_request
-            self.cache.start_request(self._next_request, prompt)
+            self.cache.start_request(self._next_request, [int(t) for t in prompt])
             self._next_request += 1
 
     def commit(self, row: int, tokens: Sequence[int]) -> None:
-        self.cache.add_active_response(self._rows[row], tokens)
+        self.cache.add_active_response(self._rows[row], [int(t) for t in tokens])
 
     def finish(self, row: int) -> None:
         self.cache.stop_request(self._rows.pop(row))
@@ -329,10 +391,15 @@ class SuffixProposer(ModelFreeProposer):
         self._rows[dst] = self._rows.pop(src)
 
     def forget(self) -> None:
-        self.cache = SuffixCache(self.depth, self.max_cached_requests)
+        self.cache = self._cache_class(
+            max_tree_depth=self.depth, max_cached_requests=self.max_cached_requests
+        )
         self._rows.clear()
 
     def draft(self, row: int, context: Sequence[int], d: int) -> list[int]:
-        pattern = context[max(0, len(context) - self.depth) :]
-        result = self.cache.speculate(self._rows[row], pattern, d, self.factor, self.offset, self.min_prob)
-        return result.token_ids
+        pattern = [int(t) for t in context[max(0, len(context) - self.depth) :]]
+        result = self.cache.speculate(
+            self._rows[row], pattern, max_spec_tokens=d, max_spec_factor=self.factor,
+            max_spec_offset=self.offset, min_token_prob=self.min_prob,
+        )  # fmt: skip
+        return [int(t) for t in result.token_ids]
