@@ -20,7 +20,7 @@ SRC = Path(specmeter.__file__).resolve().parent.parent
 # Packages that must load without torch: they read records, files and servers, never run a model.
 TORCH_FREE = (
     "metrics", "report", "store", "monitoring", "economics", "workloads", "selection", "modeldir",
-    "goldenset", "wire", "load", "sweep",
+    "goldenset", "wire", "load", "sweep", "methods",
 )  # fmt: skip
 
 
@@ -109,7 +109,8 @@ def test_packages_are_one_way_layers() -> None:
     assert _cycles(graph) == []
     # The bottom of the stack: records and their definitions depend on nothing else in specmeter.
     assert graph["metrics"] <= {"specmeter"}
-    assert graph["engine"] <= {"metrics", "modeldir"}
+    assert graph["engine"] <= {"metrics", "modeldir", "methods"}
+    assert graph["methods"] <= {"metrics"}
     # Serving is split along the wire: the server and the load client share only the wire formats.
     assert graph["wire"] <= {"specmeter", "metrics", "workloads"}
     assert not graph["server"] & {"load", "sweep"}

@@ -373,7 +373,8 @@ def test_conversations_over_the_messages_api_carry_the_streamed_answers(
     behaviour, url = fake
     first = (Message("system", "Be brief."), Message("user", "Define lien."))
     chat = Prompt("c", "legal", None, first, None, 1, followups=("And a pledge?",))
-    cfg = LoadConfig(endpoint=url, prompts=(chat,), api="messages", model="m", warmup=0, scrape_metrics=False)
+    cfg = LoadConfig(endpoint=url, prompts=(chat,), api="messages", model="m", warmup=0, scrape_metrics=False,
+                     warmup_per_level=0)  # fmt: skip  # the request bodies are read by position
     result = asyncio.run(execute_load(cfg, config={"api": "messages"}))
     assert result["candidates"][0]["load"]["completed"] == 2  # c and c#2
     second = behaviour.bodies[1]

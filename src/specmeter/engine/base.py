@@ -7,6 +7,7 @@ so it must be cheap (a pointer move for the native engine).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import torch
@@ -103,6 +104,13 @@ class CacheLengths:
 
     def row_length(self, row: int) -> int:
         return self._rows[row]
+
+
+def reserve_rows(model: BatchedCausalLM, start: int, feeds: Sequence[Sequence[int]]) -> None:
+    """Before feeding ``feeds[r]`` to row ``start + r``: padding writes up to the longest feed past every
+    row's length, so make every row hold that much."""
+    n = max(len(f) for f in feeds)
+    model.batch_reserve(max(model.row_length(start + r) for r in range(len(feeds))) + n)
 
 
 def synchronize(device: torch.device) -> None:

@@ -9,16 +9,19 @@ One step of B live rows:
 1. ``k`` comes from the batch-size schedule for B (vLLM's ``num_speculative_tokens_per_batch_size``
    semantics, ``engine.schedule``; k = 0 is plain decoding). Each row drafts d_r = min(k, tokens it may
    still produce − 1), so no step makes tokens a request would throw away.
-2. The draft proposes in lockstep: one forward over every row's catch-up tokens (what its cache lacks of the
-   committed sequence: the correction token, or the last draft token and the bonus token after a fully
-   accepted step, or more after steps at k = 0), then D − 1 single-token forwards of B rows, D = max d_r.
+2. The proposer (``engine.proposer``) proposes up to d_r tokens per row. A draft model does it in
+   lockstep: one forward over every row's catch-up tokens (what its cache lacks of the committed
+   sequence: the correction token, or the last draft token and the bonus token after a fully accepted
+   step, or more after steps at k = 0), then D − 1 single-token forwards of B rows, D = max d_r. A
+   model-free method reads its tokens off each row's context and may propose fewer than d_r (none when
+   nothing matches); the row then verifies what it got.
 3. The target verifies every row's d_r + 1 positions in ONE forward of B rows (padding and a mask,
    ``NativeLlama.forward_rows`` says why not packed).
 4. Each row accepts its own prefix (greedy exact match, or rejection sampling with the row's own generator
    and sampling parameters), commits, and rolls back its own caches (a length per row, nothing is copied).
 5. Finished rows leave (EOS, token limit, or ``on_emit`` asking to stop); the last row moves into the hole
    so rows stay 0 … B-1. Waiting sequences join between steps: their prompts are prefilled together in one
-   forward of the joining rows (target and draft), their first token is emitted, and they decode with
+   forward of the joining rows (target and draft model), their first token is emitted, and they decode with
    everyone else from the next step on.
 
 Every row of a step records the step's wall times (``draft_s``, ``verify_s``: the batch lived through
@@ -48,7 +51,8 @@ from typing import Any
 
 import torch
 
-from specmeter.engine.base import BatchedCausalLM, synchronize
+from specmeter.engine.base import BatchedCausalLM, reserve_rows, synchronize
+from specmeter.engine.proposer import Proposer, as_proposer
 from specmeter.engine.sampling import SamplingParams, Verdict, probs, sample, verify_sampling
 from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import Generation
@@ -123,18 +127,19 @@ class _Row:
 
 
 class BatchedDecoder:
-    """Continuous batching over one target (and optional draft); not thread-safe, one caller drives it.
+    """Continuous batching over one target (and optional proposer); not thread-safe, one caller drives it.
 
     ``add`` queues a sequence; ``step`` admits waiting sequences into free rows (prefill) and runs one
     speculative step for every live row; it returns the sequences that finished, with their Generation.
-    ``schedule`` is a :class:`KSchedule` or a constant k; with no draft every step is plain decoding.
+    ``draft`` is a :class:`Proposer` or a draft model (wrapped in a ``DraftModelProposer``).
+    ``schedule`` is a :class:`KSchedule` or a constant k; with no proposer every step is plain decoding.
     The models' batched caches belong to this decoder while it is in use.
     """
 
     def __init__(
         self,
         target: BatchedCausalLM,
-        draft: BatchedCausalLM | None,
+        draft: BatchedCausalLM | Proposer | None,
         *,
         schedule: KSchedule | int,
         max_batch: int,
@@ -148,11 +153,13 @@ class BatchedDecoder:
         self.schedule = schedule if isinstance(schedule, KSchedule) else KSchedule.constant(max(0, schedule))
         self.k_max = self.schedule.max_k
         self.target = target
-        # A draft that the schedule never uses is not run at all (``--k 0`` with a draft is a baseline).
-        self.draft = draft if self.k_max > 0 else None
+        # A proposer that the schedule never uses is not run at all (``--k 0`` with a draft is a baseline).
+        self.proposer = as_proposer(draft) if self.k_max > 0 else None
         self.max_batch = max_batch
         self.eos_ids = eos_ids
-        self.vocab = min(target.vocab_size, (self.draft or target).vocab_size)
+        self.vocab = target.vocab_size
+        if self.proposer is not None and self.proposer.vocab_size is not None:
+            self.vocab = min(self.vocab, self.proposer.vocab_size)
         self._live: list[_Row] = []
         self._waiting: deque[_Row] = deque()
         self.on_step = on_step
@@ -165,11 +172,9 @@ class BatchedDecoder:
         # Rows whose own sampling raised, by tag: they leave with finish reason "interrupted" and the
         # caller takes their error from here (``pop_error``); the other rows go on (issue 29).
         self.errors: dict[Any, BaseException] = {}
-        for m in self._models():
-            m.batch_reset(max_batch, 256)
-
-    def _models(self) -> list[BatchedCausalLM]:
-        return [self.target] if self.draft is None else [self.target, self.draft]
+        target.batch_reset(max_batch, 256)
+        if self.proposer is not None:
+            self.proposer.open(max_batch, 256, self.vocab, batched=True)
 
     @property
     def live(self) -> int:
@@ -190,8 +195,9 @@ class BatchedDecoder:
         if req.max_tokens < 1:
             raise ValueError("max_tokens must be >= 1")
         need = len(req.prompt_ids) + req.max_tokens + self.k_max + 1
-        for m in self._models():
-            m.batch_reserve(need)  # raises (one line) when the model's context is too short
+        self.target.batch_reserve(need)  # raises (one line) when the model's context is too short
+        if self.proposer is not None:
+            self.proposer.reserve(need)
         self._waiting.append(_Row(req=req, t0=perf_counter(), seq=list(req.prompt_ids)))
 
     def step(self) -> list[tuple[Any, Generation]]:
@@ -235,24 +241,23 @@ class BatchedDecoder:
         with torch.inference_mode():
             t0 = perf_counter()
             prompts = [row.seq[:] for row in joining]
-            for m in self._models():
-                for r in range(len(joining)):
-                    m.rollback_row(start + r, 0)
-                self._reserve(m, start, prompts)
+            for r in range(len(joining)):
+                self.target.rollback_row(start + r, 0)
+            reserve_rows(self.target, start, prompts)
             last = self.target.forward_rows(start, prompts, last_only=True)[:, : self.vocab]  # [J, V]
-            if self.draft is not None:
-                self.draft.forward_rows(start, prompts, last_only=True)
+            if self.proposer is not None:
+                self.proposer.start(start, prompts)
             first = self._choose(last, joining)
             synchronize(self.target.device)
             prefill_s = perf_counter() - t0
         self._live.extend(joining)
-        for row, tok in zip(joining, first, strict=True):
+        for r, (row, tok) in enumerate(zip(joining, first, strict=True)):
             row.prefill_s = prefill_s
-            self._commit(row, [tok])
+            self._commit(start + r, row, [tok])
         return self._retire()
 
-    def _commit(self, row: _Row, new: list[int]) -> None:
-        """Append ``new`` (cut at EOS), record the emission, decide whether the row is finished."""
+    def _commit(self, r: int, row: _Row, new: list[int]) -> None:
+        """Append ``new`` (cut at EOS) to row ``r``, record the emission, decide whether it is finished."""
         if row.error is not None:  # nothing more reaches its client; it leaves with its error
             row.reason = "interrupted"
             return
@@ -262,6 +267,8 @@ class BatchedDecoder:
                 break
         row.seq.extend(new)
         row.out.extend(new)
+        if self.proposer is not None:
+            self.proposer.commit(r, new)
         row.emissions.append(Emission(t=perf_counter() - row.t0, tokens=len(new)))
         stop = bool(row.req.on_emit(new)) if row.req.on_emit is not None else False
         if row.reason is None and len(row.out) >= row.req.max_tokens:
@@ -279,55 +286,35 @@ class BatchedDecoder:
             if row.error is not None:
                 self.errors[row.req.tag] = row.error
             done.append((row.req.tag, row.generation()))
+            if self.proposer is not None:
+                self.proposer.finish(r)
             last = len(self._live) - 1
             if r != last:
-                for m in self._models():
-                    m.move_row(last, r)
+                self.target.move_row(last, r)
+                if self.proposer is not None:
+                    self.proposer.move(last, r)
                 self._live[r] = self._live[last]
             self._live.pop()
         done.reverse()
         return done
 
-    @staticmethod
-    def _reserve(model: BatchedCausalLM, start: int, feeds: Sequence[Sequence[int]]) -> None:
-        # Padding writes up to the longest feed past every row's length: keep that inside the cache.
-        n = max(len(f) for f in feeds)
-        model.batch_reserve(max(model.row_length(start + r) for r in range(len(feeds))) + n)
-
     def _decode(self) -> list[tuple[Any, Generation]]:
         rows = self._live
         b = len(rows)
-        k = self.schedule.k_for(b, self.k_max) if self.draft is not None else 0
+        k = self.schedule.k_for(b, self.k_max) if self.proposer is not None else 0
         ds = [min(k, row.req.max_tokens - len(row.out) - 1) for row in rows]  # d_r per row
-        depth = max(ds)  # D: draft forwards this step
         ys: list[list[int]] = [[] for _ in rows]
-        qs: list[list[torch.Tensor]] = [[] for _ in rows]  # q rows of sampling rows, for the verifier
+        qs: list[list[torch.Tensor] | None] = [None for _ in rows]  # q rows of sampling rows, or None
+        depth = 0  # draft-model forwards this step
         with torch.inference_mode():
             t_step = perf_counter()
-            if depth > 0 and self.draft is not None:
-                draft = self.draft
-                feeds = []
-                for r, row in enumerate(rows):
-                    keep = min(draft.row_length(r), len(row.seq) - 1)
-                    draft.rollback_row(r, keep)
-                    feeds.append(row.seq[keep:])  # catch-up: usually 1 token, 2 after a full accept
-                self._reserve(draft, 0, feeds)
-                logits = draft.forward_rows(0, feeds)  # [B, n, V]
-                last = torch.tensor([len(f) - 1 for f in feeds], device=logits.device)
-                q_logits = logits[torch.arange(b, device=logits.device), last, : self.vocab]  # [B, V]
-                for i in range(depth):
-                    tokens: list[int] = q_logits.argmax(-1).tolist()
-                    for r, row in enumerate(rows):
-                        if not row.req.params.greedy and row.error is None:
-                            try:
-                                q = probs(q_logits[r], row.req.params)
-                                qs[r].append(q)
-                                tokens[r] = sample(q, row.req.generator)
-                            except Exception as e:  # this row's own sampling: it fails alone
-                                row.error = e
-                        ys[r].append(tokens[r])
-                    if i < depth - 1:
-                        q_logits = draft.forward_rows(0, [[t] for t in tokens])[:, 0, : self.vocab]
+            if max(ds) > 0 and self.proposer is not None:
+                drafts = self.proposer.propose(
+                    [row.seq for row in rows], ds, [row.req.params for row in rows],
+                    [row.req.generator for row in rows],
+                )  # fmt: skip
+                ys, qs, depth = [p.tokens for p in drafts.rows], [p.q for p in drafts.rows], drafts.forwards
+            ds = [len(y) for y in ys]  # what each row got (a method may propose fewer than asked)
             synchronize(self.target.device)
             t_verify = perf_counter()
 
@@ -338,8 +325,8 @@ class BatchedDecoder:
                 self.target.rollback_row(r, keep)
                 catch_up = row.seq[keep:]
                 offsets.append(len(catch_up) - 1)  # the logits of the last committed token predict y_1
-                feeds.append(catch_up + ys[r][: ds[r]])
-            self._reserve(self.target, 0, feeds)
+                feeds.append(catch_up + ys[r])
+            reserve_rows(self.target, 0, feeds)
             p_logits = self.target.forward_rows(0, feeds)[..., : self.vocab]  # [B, n, V]
             if self._synthetic is None:
                 verdicts = self._verify(p_logits, rows, ys, qs, ds, offsets)
@@ -361,7 +348,7 @@ class BatchedDecoder:
                 verify_s=t_done - t_verify, draft_forwards=depth, batch=b, k=k,
             )  # fmt: skip
             row.steps.append(step)
-            self._commit(row, new)
+            self._commit(r, row, new)
         if self.on_step is not None:
             timing = StepTiming(b, k, depth, t_verify - t_step, t_done - t_verify, perf_counter() - t_step)
             self.on_step(timing)
@@ -372,7 +359,7 @@ class BatchedDecoder:
         p_logits: torch.Tensor,
         rows: Sequence[_Row],
         ys: Sequence[list[int]],
-        qs: Sequence[list[torch.Tensor]],
+        qs: Sequence[list[torch.Tensor] | None],
         ds: Sequence[int],
         offsets: Sequence[int],
     ) -> list[tuple[int, int]]:
@@ -391,8 +378,9 @@ class BatchedDecoder:
             else:
                 try:
                     p = probs(p_logits[r, o : o + d + 1], row.req.params)  # [d+1, V]
-                    q = torch.stack(qs[r][:d]) if d else p.new_zeros((0, p.shape[-1]))
-                    y = torch.tensor(ys[r][:d], dtype=torch.long, device=p.device)
+                    q_rows = qs[r]
+                    q = torch.stack(q_rows) if q_rows else None  # None: deterministic, a one-hot q
+                    y = torch.tensor(ys[r], dtype=torch.long, device=p.device)
                     v = verify_sampling(p, q, y, row.req.generator)
                 except Exception as e:  # this row's own sampling: it fails alone
                     row.error = e
@@ -430,7 +418,7 @@ class BatchedDecoder:
 
 def decode_batch(
     target: BatchedCausalLM,
-    draft: BatchedCausalLM | None,
+    draft: BatchedCausalLM | Proposer | None,
     requests: Sequence[SequenceRequest],
     *,
     schedule: KSchedule | int,

@@ -77,7 +77,7 @@ def verify_greedy(target_logits: torch.Tensor, y: torch.Tensor) -> Verdict:
 
 
 def verify_sampling(
-    p: torch.Tensor, q: torch.Tensor, y: torch.Tensor, generator: torch.Generator | None
+    p: torch.Tensor, q: torch.Tensor | None, y: torch.Tensor, generator: torch.Generator | None
 ) -> Verdict:
     """Rejection-sampling verification.
 
@@ -85,17 +85,26 @@ def verify_sampling(
     Token y_i is accepted with probability min(1, p_i(y_i) / q_i(y_i)); on the first rejection the
     replacement is drawn from the residual norm(max(0, p_i - q_i)); if all d are accepted a bonus token is
     drawn from p_{d+1}. The output is then distributed exactly as p.
+
+    ``q=None`` is a deterministic proposal (n-gram, suffix decoding): q_i is one-hot on y_i, so y_i is
+    accepted with probability p_i(y_i) and the residual is p_i with y_i removed, renormalised — the same
+    rule, exactly, without building the one-hot rows.
     """
     d = int(y.shape[0])
     idx = torch.arange(d, device=y.device)
-    p_y, q_y = p[idx, y], q[idx, y]  # [d]
+    p_y = p[idx, y]  # [d]
+    q_y = q[idx, y] if q is not None else torch.ones_like(p_y)
     r = torch.rand(d, generator=generator, device=p.device) if d else p_y
     # r < p/q written as r*q < p so q_y == 0 (impossible for a drawn token, but cheap to guard) never divides.
     rejected = (r * q_y >= p_y).nonzero()
     if rejected.numel() == 0:
         return Verdict(accepted=d, token=sample(p[d], generator))
     a = int(rejected[0].item())
-    residual = (p[a] - q[a]).clamp_min(0)
+    if q is None:
+        residual = p[a].clone()
+        residual[y[a]] = 0.0  # max(0, p - onehot(y)): y's mass p(y) - 1 <= 0 goes, the rest stays
+    else:
+        residual = (p[a] - q[a]).clamp_min(0)
     total = residual.sum()
     # p == q exactly leaves no residual mass; rejection then has probability 0, so fall back to p.
     token = sample(residual / total if total > 0 else p[a], generator)

@@ -1,9 +1,10 @@
 """The propose -> verify -> commit loop, one request at a time, recording raw events only.
 
-The draft proposes d tokens one forward at a time, the target scores all d+1 positions in one forward, the
-verifier decides how many survive, and both KV caches are rolled back to the committed sequence. With no
-draft (or d = 0) the same loop is plain target-only decoding, so the baseline shares every line of code
-and every overhead with the speculative run it is compared with.
+A proposer (``engine.proposer``: a draft model one forward at a time, or a model-free method) proposes up to
+d tokens, the target scores all d+1 positions in one forward, the verifier decides how many survive, and
+the target's KV cache (and the draft model's) is rolled back to the committed sequence. With no proposer
+(or d = 0) the same loop is plain target-only decoding, so the baseline shares every line of code and
+every overhead with the speculative run it is compared with.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from time import perf_counter
 import torch
 
 from specmeter.engine.base import CausalLM, synchronize
+from specmeter.engine.proposer import Proposer, as_proposer
 from specmeter.engine.sampling import SamplingParams, Verdict, probs, sample, verify_greedy, verify_sampling
 from specmeter.metrics.records import Emission, FinishReason, StepRecord
 
@@ -38,7 +40,7 @@ def _choose(logits: torch.Tensor, params: SamplingParams, generator: torch.Gener
 
 def speculative_decode(
     target: CausalLM,
-    draft: CausalLM | None,
+    draft: CausalLM | Proposer | None,
     prompt_ids: Sequence[int],
     *,
     k: int,
@@ -50,15 +52,20 @@ def speculative_decode(
 ) -> Generation:
     """Decode up to ``max_tokens`` tokens after ``prompt_ids``; ``draft=None`` or ``k=0`` is the baseline.
 
-    ``on_emit`` sees each batch of newly visible tokens; returning True stops generation (client gone).
+    ``draft`` is a :class:`Proposer` (a method: ``engine.candidate.make_proposer``) or a draft model, which
+    is wrapped in a :class:`DraftModelProposer`. ``on_emit`` sees each batch of newly visible tokens;
+    returning True stops generation (client gone).
     """
     if not prompt_ids:
         raise ValueError("empty prompt")
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
+    proposer = as_proposer(draft)
     device = target.device
-    vocab = target.vocab_size if draft is None else min(target.vocab_size, draft.vocab_size)
-    k = k if draft is not None else 0
+    vocab = target.vocab_size
+    if proposer is not None and proposer.vocab_size is not None:
+        vocab = min(vocab, proposer.vocab_size)
+    k = k if proposer is not None else 0
     steps: list[StepRecord] = []
     emissions: list[Emission] = []
     out: list[int] = []
@@ -70,9 +77,9 @@ def speculative_decode(
         prompt = torch.tensor(list(prompt_ids), dtype=torch.long, device=device)
         target.reset(capacity)
         last_logits = target.forward(prompt)[-1, :vocab]
-        if draft is not None:
-            draft.reset(capacity)
-            draft.forward(prompt)
+        if proposer is not None:
+            proposer.open(1, capacity, vocab, batched=False)
+            proposer.start(0, [prompt_ids])
         seq = list(prompt_ids)
         new = [_choose(last_logits, params, generator)]
         synchronize(device)
@@ -86,6 +93,8 @@ def speculative_decode(
                     break
             seq.extend(new)
             out.extend(new)
+            if proposer is not None:
+                proposer.commit(0, new)
             emissions.append(Emission(t=perf_counter() - t0, tokens=len(new)))
             stop = bool(on_emit(new)) if on_emit is not None else False
             if reason == "eos" or len(out) >= max_tokens:
@@ -94,22 +103,17 @@ def speculative_decode(
                 reason = "interrupted"
                 break
 
-            # Propose. d < k near the limit so a step never produces tokens that would be thrown away.
+            # Propose. d < k near the limit so a step never produces tokens that would be thrown away;
+            # the proposer may return fewer than d (a method with no match returns none).
             d = min(k, max_tokens - len(out) - 1)
             t_step = perf_counter()
             y: list[int] = []
-            q_rows: list[torch.Tensor] = []
-            if d > 0 and draft is not None:
-                draft.rollback(min(draft.length, len(seq) - 1))
-                q_logits = draft.forward(torch.tensor(seq[draft.length :], device=device))[-1, :vocab]
-                for i in range(d):
-                    if params.greedy:
-                        y.append(int(q_logits.argmax().item()))
-                    else:
-                        q_rows.append(probs(q_logits, params))
-                        y.append(sample(q_rows[-1], generator))
-                    if i < d - 1:
-                        q_logits = draft.forward(torch.tensor(y[-1:], device=device))[-1, :vocab]
+            q_rows: list[torch.Tensor] | None = None
+            forwards = 0
+            if d > 0 and proposer is not None:
+                drafts = proposer.propose([seq], [d], [params], [generator])
+                y, q_rows, forwards = drafts.rows[0].tokens, drafts.rows[0].q, drafts.forwards
+            d = len(y)
             synchronize(device)
             t_verify = perf_counter()
 
@@ -122,7 +126,7 @@ def speculative_decode(
             if params.greedy:
                 verdict = verify_greedy(p_logits, y_t)
             else:
-                q = torch.stack(q_rows) if q_rows else p_logits.new_zeros((0, vocab))
+                q = torch.stack(q_rows) if q_rows else None  # None: deterministic, a one-hot q
                 verdict = verify_sampling(probs(p_logits, params), q, y_t, generator)
             synchronize(device)
             t_done = perf_counter()
@@ -140,10 +144,12 @@ def speculative_decode(
                     emitted=emitted,
                     draft_s=t_verify - t_step,
                     verify_s=t_done - t_verify,
-                    draft_forwards=d,
+                    draft_forwards=forwards,
                 )
             )
             # The caches now hold rejected tokens past the committed prefix; the next step rolls them back.
+        if proposer is not None:
+            proposer.finish(0)
 
     latency = emissions[-1].t
     return Generation(

@@ -12,7 +12,8 @@ about 15% of the target's FLOPs), and on a CPU a tiny model pays fixed per-forwa
 not f, is what the surface was measured at.
 
 Native engine only (the layers are the native model's own list); a transformers-backed target gets one
-clear error.
+clear error. ``layer_draft`` builds the same thing by layer count for the ``layers:n`` method (a real
+candidate: self-speculation with the target's own first layers).
 """
 
 from __future__ import annotations
@@ -20,10 +21,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from specmeter.engine.loader import LoadedModel
 
-__all__ = ["StandInUnsupported", "standin_draft", "standin_layers"]
+if TYPE_CHECKING:
+    from specmeter.engine.llama import NativeLlama
+
+__all__ = ["StandInUnsupported", "layer_draft", "standin_draft", "standin_layers"]
 
 
 class StandInUnsupported(ValueError):
@@ -41,15 +46,39 @@ def standin_layers(fraction: float, layers: int) -> int:
 
 def standin_draft(target: LoadedModel, fraction: float) -> LoadedModel:
     """A draft made of the target's first ⌈f · L⌉ layers (shared tensors, separate caches)."""
+    model = _native(target, "a stand-in draft", "pass --draft instead")
+    n = standin_layers(fraction, len(model.layers))
+    total = target.info.num_layers or len(model.layers)
+    return _first_layers(target, model, n, f"stand-in ({n}/{total} layers of {target.info.name})")
+
+
+def layer_draft(target: LoadedModel, n: int) -> LoadedModel:
+    """Self-speculation (method ``layers:n``): the target's first ``n`` layers, final norm and LM head.
+
+    The same construction as the stand-in: the weight tensors are the target's own (no copy, no extra
+    weight memory), the KV caches are the draft's own (n layers' worth per token). 1 <= n < L.
+    """
+    model = _native(target, "self-speculation (layers:n)", "use a draft model or a model-free method")
+    layers = len(model.layers)
+    if not 1 <= n < layers:
+        raise StandInUnsupported(
+            f"layers: key 'n' must be in 1 … {layers - 1} (the target has {layers} layers)"
+        )
+    return _first_layers(target, model, n, f"layers:n={n}")
+
+
+def _native(target: LoadedModel, what: str, instead: str) -> NativeLlama:
     from specmeter.engine.llama import NativeLlama
 
-    model = target.model
-    if not isinstance(model, NativeLlama):
+    if not isinstance(target.model, NativeLlama):
         raise StandInUnsupported(
-            f"{target.info.name}: a stand-in draft needs the native engine (the target runs on "
-            f"{target.info.implementation}); pass --draft instead"
+            f"{target.info.name}: {what} needs the native engine (the target runs on "
+            f"{target.info.implementation}); {instead}"
         )
-    n = standin_layers(fraction, len(model.layers))
+    return target.model
+
+
+def _first_layers(target: LoadedModel, model: NativeLlama, n: int, name: str) -> LoadedModel:
     standin = copy.copy(model)  # shares every weight tensor; the caches are reset below
     standin.layers = model.layers[:n]
     standin._k, standin._v, standin._length = [], [], 0
@@ -60,7 +89,7 @@ def standin_draft(target: LoadedModel, fraction: float) -> LoadedModel:
     params = head + per_layer * n
     info = replace(
         target.info,
-        name=f"stand-in ({n}/{total} layers of {target.info.name})",
+        name=name,
         params=params,
         weight_bytes=int(target.info.weight_bytes * params / max(1, target.info.params)),
         kv_bytes_per_token=target.info.kv_bytes_per_token * n // max(1, total),
