@@ -130,6 +130,24 @@ CASES = [
         ["round 1 default", "server e2e ms", "server ITL ms", "e2e / default", "ITL / default"],
         ["observer.json"],
     ),
+    (
+        "soak",
+        "soak.py",
+        ["--json", "{tmp}/soak.json"],
+        [
+            "quiet reference pass",
+            "requests by kind",
+            "good outputs identical to the quiet run",
+            "poison HTTP status",
+            "disconnects mid-stream",
+            "server errors:",
+            "RSS MB (server and children",
+            "RSS slope over the last 80% of the run",
+            "/health latency during the soak",
+            "server alive at the end",
+        ],
+        ["soak.json"],
+    ),
 ]
 
 

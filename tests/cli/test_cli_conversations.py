@@ -86,7 +86,12 @@ def test_load_sends_turns_with_the_servers_answers(tmp_path: Path, tiny: Any) ->
         ServerThread(create_app(base)) as b,
     ):
         cfg = LoadConfig(
-            endpoint=s.url, prompts=prompts, baseline=b.url, phases=(Phase(concurrency=1),), warmup=0
+            endpoint=s.url,
+            prompts=prompts,
+            baseline=b.url,
+            phases=(Phase(concurrency=1),),
+            warmup=0,
+            warmup_per_level=0,
         )
         result = asyncio.run(
             execute_load(cfg, config={}, json_out=None, csv_out=None, log_out=tmp_path / "l.jsonl")

@@ -208,7 +208,8 @@ def test_sigterm_ends_like_ctrl_c(tmp_path: Path, prompts: Path) -> None:
     with ServerThread(fake_openai(behaviour), graceful_timeout=2) as server:
         cmd = [
             str(SPECMETER), "load", "--endpoint", server.url, "--prompts", str(prompts), "--concurrency", "2",
-            "--limit", "200", "--warmup", "0", "--no-metrics", "-q", "--json", str(out), "--csv", str(rows),
+            "--limit", "200", "--warmup", "0", "--warmup-per-level", "0", "--no-metrics", "-q",
+            "--json", str(out), "--csv", str(rows),
         ]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

@@ -111,7 +111,8 @@ def run_load(
 ) -> dict[str, Any]:
     with ServerThread(hostile_app(h), graceful_timeout=2) as server:
         cfg = LoadConfig(endpoint=server.url, prompts=prompts, phases=[Phase(concurrency=1)],
-                         limit=len(prompts), warmup=0, scrape_metrics=False, **fields)  # fmt: skip
+                         limit=len(prompts), warmup=0, warmup_per_level=0, scrape_metrics=False,
+                         **fields)  # fmt: skip
         result = asyncio.run(
             execute_load(
                 cfg, config={}, json_out=tmp_path / "r.json", csv_out=tmp_path / "r.csv", hygiene=False

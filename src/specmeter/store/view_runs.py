@@ -33,7 +33,8 @@ def render_runs(
         e_text = Text(e_best + (" ⚠" if danger else ""), style="bold red" if danger else "")
         started = r.started_at.replace("T", " ")[:16]
         label = Text(r.label + (f" · {r.note}" if r.note else ""))
-        machine = str((results[r.id].get("hygiene") or {}).get("verdict") or "—")
+        hygiene = results[r.id].get("hygiene")  # a stored row of another shape: no verdict
+        machine = str((hygiene.get("verdict") if isinstance(hygiene, Mapping) else None) or "—")
         m_text = Text(machine, style={"busy": "bold yellow", "unusable": "bold red"}.get(machine, ""))
         table.add_row(str(r.id), status, r.kind, started, str(r.requests), e_text, alpha, m_text, label)
     console.print(table)
