@@ -19,8 +19,10 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# Two workers (pytest-xdist) on the default suite, then the tests that observe the machine's CPU alone.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not vllm and not prometheus and not llamacpp"
+	$(BIN)/python -m pytest -q -n 2 -m "not slow and not serial and not vllm and not prometheus and not llamacpp"
+	$(BIN)/python -m pytest -q -m "serial and not slow"
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

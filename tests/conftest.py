@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,12 @@ import torch
 import transformers
 
 from tiny_models import TinyConfig, build_layer_skip_draft, build_random_llama, build_tokenizer
+
+# pytest-xdist's workers (make test runs two) start with COLUMNS=80 in their environment, which a serial run
+# does not have; the CLI's console reads it at import (cli.common: 120 columns off a terminal), so a worker
+# would wrap output that the same test sees unwrapped when run alone. Workers see what a serial run sees.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
 
 # Tiny models gain nothing from a second thread, and on a shared 2-core machine OpenMP threads that spin
 # while another process holds the other core make each forward ~10x slower.

@@ -54,6 +54,7 @@ def test_draft_sizes_follow_the_field_report() -> None:
     assert params["draft-legal"] < params[TARGET] / 5  # candidate C is small
 
 
+@pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
 def test_demo_quick_tells_the_story(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out), "--no-store"])

@@ -72,6 +72,7 @@ def test_option_mistakes(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+@pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
 def test_failing_configurations_one_line_each_measured_kept_nothing_left(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     out = tmp_path / "sweep.json"
@@ -105,6 +106,7 @@ def test_failing_configurations_one_line_each_measured_kept_nothing_left(tmp_pat
     assert all(gone(pid) for pid in children)
 
 
+@pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
 def test_sweep_of_specmeter_serve_counters_equal_server_deltas(tmp_path: Path) -> None:
     target, draft = bundled_model("target"), bundled_model("draft-legal")
     out = tmp_path / "sweep.json"
@@ -170,6 +172,7 @@ def test_sweep_of_specmeter_serve_counters_equal_server_deltas(tmp_path: Path) -
     assert "Sweep: E_meas(k, level)" in html.read_text()
 
 
+@pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
 def test_slo_capacity_search_and_roi(tmp_path: Path) -> None:
     # The stub refuses requests beyond 3 in flight without speculation, 6 with (k=4): capacity 3 → 6.
     out = tmp_path / "sweep.json"
