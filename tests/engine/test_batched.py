@@ -201,6 +201,7 @@ def test_invalid_requests(models) -> None:
         BatchedDecoder(target.model, None, schedule=0, max_batch=0, eos_ids=set())
 
 
+@pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
 def test_batched_sampling_keeps_the_target_distribution_per_sequence(small_vocab) -> None:
     """Rows of one prompt, mixed with rows of others that join and leave, follow the target's p exactly.
 

@@ -81,6 +81,7 @@ def test_wrong_residual_is_detected() -> None:
     assert chi_square_pvalue(first, p[0].tolist()) < 1e-6
 
 
+@pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
 @pytest.mark.parametrize("params", [SamplingParams(1.0), SamplingParams(0.8, top_p=0.85)])
 def test_speculative_sampling_output_distribution_equals_target(small_vocab, params: SamplingParams) -> None:
     target = load_model(small_vocab[0])

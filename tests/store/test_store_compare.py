@@ -83,6 +83,7 @@ def test_independent_resampling_is_wider_than_paired() -> None:
     assert indep.ci[1] - indep.ci[0] > 0
 
 
+@pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
 def test_the_interval_of_the_difference_covers_the_truth() -> None:
     from specmeter.metrics.acceptance import expected_acceptance_rate
 

@@ -45,6 +45,7 @@ def test_golden_set_loads_balanced(register: Register) -> None:
     assert len(set(texts)) == 150
 
 
+@pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
 def test_golden_sets_are_reproducible(tmp_path: Path) -> None:
     written = write_golden_sets(tmp_path)
     for register in REGISTERS:
