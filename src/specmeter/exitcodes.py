@@ -2,7 +2,8 @@
 
 The codes mean the same thing in every command that uses them; ``compat`` alone gives 1 and 2 its own
 meanings (its verdict), because a CI step must tell "these models do not fit" from "the directory was not
-there" (3). The table is rendered into each command's ``--help`` (:func:`help_epilog`) and stated in
+there" (3). 3 is "the check could not be made" for ``drift`` too: a window without requests is not a
+drop. The table is rendered into each command's ``--help`` (:func:`help_epilog`) and stated in
 docs/results.md ("Exit codes"); a test keeps the three in step. Code names are the constants below, which
 the rest of the package imports instead of writing numbers.
 """
@@ -19,6 +20,7 @@ __all__ = [
     "EXIT_INCOMPATIBLE",
     "EXIT_INTERRUPTED",
     "EXIT_NOISY_MACHINE",
+    "EXIT_NOTHING_TO_COMPARE",
     "EXIT_OK",
     "EXIT_USAGE",
     "ExitCode",
@@ -33,6 +35,7 @@ EXIT_USAGE = 2  # a problem with the input: options, files, models, output paths
 EXIT_CAVEATS = 1  # compat only: the draft can serve the target, with caveats
 EXIT_INCOMPATIBLE = 2  # compat only: the draft cannot serve the target
 EXIT_CANNOT_CHECK = 3  # compat only: the check could not be made
+EXIT_NOTHING_TO_COMPARE = 3  # drift: a window without requests; like compat's 3, the check could not be made
 EXIT_NOISY_MACHINE = 4  # --strict: the machine was busy or unusable; everything measured is written
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); whatever was measured is on disk
 
@@ -52,7 +55,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_OK, "success", (ALL,), exclude=("compat",)),
     ExitCode(EXIT_OK, "compatible", ("compat",)),
     ExitCode(EXIT_FAILED, "a significant regression beyond --fail-on", ("compare",)),
-    ExitCode(EXIT_FAILED, "a significant drop, or a window without requests to compare", ("drift",)),
+    ExitCode(EXIT_FAILED, "a significant drop", ("drift",)),
     ExitCode(
         EXIT_FAILED,
         "nothing measured (no request completed), or more failed requests than --max-error-rate",
@@ -84,6 +87,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_INCOMPATIBLE, "incompatible (a malformed command line also exits 2)", ("compat",)),
     ExitCode(
         EXIT_CANNOT_CHECK, "cannot check: a missing or unreadable model, prompts file or output", ("compat",)
+    ),
+    ExitCode(
+        EXIT_NOTHING_TO_COMPARE,
+        "nothing to compare: the current or the reference window holds no request, or no domain is in both",
+        ("drift",),
     ),
     ExitCode(
         EXIT_NOISY_MACHINE,

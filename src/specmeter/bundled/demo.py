@@ -5,7 +5,9 @@ and a draft distilled from the target on legal text (C). :func:`run_demo` checks
 the target, benches A, B and C against the target on the held-out general and legal golden sets (greedy,
 k=4) through the measuring core, sweeps k for the best legal draft, prices the result with the field
 report's ROI inputs, and writes JSON, CSV, per-request logs and HTML reports to one directory; the summary
-names the winner per domain, the pairs in the danger zone, and checks the story's claims as measured.
+names the winner per domain, the pairs in the danger zone, and checks the story's claims as measured. Its
+benches are stored as ``bench`` runs (kind ``bench``, ``run.config.domain`` naming the set), so ``compare``
+sets them against a later ``bench`` of the same golden set as it would two benches.
 
 "Where speculation stops paying" (:func:`load_section`) takes the legal winner under batched decoding on a
 subset of the legal prompts: measured at B = 1, 4, 16 (``bench --batch B``: waves of B concurrent
@@ -205,7 +207,7 @@ def run_demo(
             target=target, drafts=drafts, prompts=bundled_prompts(domain), k=[4],
             max_tokens=32 if quick else BENCH_TOKENS, limit=8 if quick else BENCH_PROMPTS,
             json_out=out / f"{domain}.json", csv_out=out / f"{domain}.csv", log_out=out / f"{domain}.jsonl",
-            cost_repeats=3 if quick else 9, kind="demo", store=store, threads=threads,
+            cost_repeats=3 if quick else 9, kind="bench", store=store, threads=threads,
             extra={"domain": domain},
         )  # fmt: skip
         results[domain], matches[domain], code, measured[domain] = _bench(cfg, out, domain, reporter)
@@ -228,6 +230,9 @@ def run_demo(
         )  # fmt: skip
         quiet = Silent()  # the sweep runs without a bar; an interruption still reaches the user
         tuned = run_tune(cfg, quiet, k_max=max(ks), holdout=None if quick else 3)
+        for line in quiet.notes:
+            if line.startswith("Recorded as run"):  # as for every other run of the demo
+                reporter.note(line)
         for line in quiet.warnings:
             reporter.warn(line)
         if tuned.exit_code != EXIT_OK:
@@ -301,7 +306,7 @@ def load_section(
     k = int(winner["k"])
     cfg = MeasureConfig(
         target=target, drafts=[draft], prompts=bundled_prompts("legal"), k=[k], max_tokens=plan.max_tokens,
-        limit=plan.prompts, cost_repeats=plan.cost_repeats, kind="demo", store=store, threads=threads,
+        limit=plan.prompts, cost_repeats=plan.cost_repeats, kind="bench", store=store, threads=threads,
         extra={"domain": "legal", "section": "load"},
     )  # fmt: skip
     batch_runs = bench_at_batches(cfg, plan.measured, reporter, out=out, stem="batch-legal")

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from specmeter.economics.view_roi import payback_cell
 from specmeter.report.fmt import fmt_ci, fmt_num, fmt_pct, fmt_speedup
 from specmeter.report.view import hygiene_line
 
@@ -68,7 +69,7 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
         if r:
             console.print(
                 f"ROI with {label} ({fmt_num(r['speedup'])}×, instance price ×1.75): monthly cost "
-                f"{fmt_pct(-(r['savings_fraction'] or 0))}, payback {fmt_num(r['payback_months'], 1)} months"
+                f"{fmt_pct(-(r['savings_fraction'] or 0))}, payback {payback_cell(r['payback_months'])}"
             )
     console.print("\nchecks of the field report's story:")
     for c in summary["checks"]:

@@ -22,6 +22,7 @@ from specmeter.cli import runs as runs_cmd
 from specmeter.cli import serve as serve_cmd
 from specmeter.cli import sweep as sweep_cmd
 from specmeter.cli.common import err_console
+from specmeter.cli.options import refuse_repeated_options
 from specmeter.exitcodes import EXIT_INTERRUPTED, help_epilog
 
 app = typer.Typer(
@@ -72,21 +73,29 @@ def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
 for _name, _command in COMMANDS.items():
     app.command(_name, epilog=help_epilog(_name))(_interruptible(_command))
 app.add_typer(runs_cmd.app, name="runs", epilog=help_epilog("runs"))
+refuse_repeated_options(app)  # every command, runs' included: "--x given twice" rather than the last kept
+
+
+def _print_version(value: bool) -> None:
+    """``--version`` as click runs an eager option: while parsing, before a command is looked for (the
+    group's own callback would only run once a command was given: "Missing command")."""
+    if value:
+        from specmeter import __version__
+
+        typer.echo(f"specmeter {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+    ),
 ) -> None:
     # transformers' own progress bars and warnings would interleave with ours; users see rich progress.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if version:
-        from specmeter import __version__
-
-        typer.echo(f"specmeter {__version__}")
-        raise typer.Exit()
 
 
 def main() -> None:

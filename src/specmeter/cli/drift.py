@@ -6,6 +6,7 @@ the two windows and reads the logs (or a stored run as the reference, ``store.ob
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,13 +15,14 @@ import typer
 
 from specmeter.cli.common import check_outputs, console, err_console, fail, parse_option, store_path
 from specmeter.cli.options import STORE, shared
-from specmeter.exitcodes import EXIT_FAILED
+from specmeter.exitcodes import EXIT_FAILED, EXIT_NOTHING_TO_COMPARE
 
 if TYPE_CHECKING:
     from specmeter.monitoring.requestlog import RequestObs
 
 EXIT_DROP = EXIT_FAILED
 MAX_SHOWN_PROBLEMS = 50
+_RELATIVE = re.compile(r"\s*[0-9]*\.?[0-9]+\s*(ms|s|m|h|d)\s*")  # --since 24h: a duration, with its unit
 
 
 def _time(value: str, option: str) -> float:
@@ -32,6 +34,19 @@ def _time(value: str, option: str) -> float:
         fail(f"{option}: {value!r} is not a time (ISO 8601 such as 2026-11-30T12:00, or Unix seconds)")
     assert t is not None
     return t
+
+
+def _since(value: str, end: float | None) -> float:
+    """``--since``: a time, or a duration (``24h``, ``90m``) before the current window's ``end`` (the last
+    request, or ``--until``), so a command line means the same on any day."""
+    if not _RELATIVE.fullmatch(value):
+        return _time(value, "--since")
+    from specmeter.monitoring.durations import parse_seconds
+
+    seconds = parse_option(lambda text: parse_seconds(text, "--since"), value, ValueError)
+    if end is None:
+        fail(f"--since {value}: a duration needs the window's end, and no request has a time stamp")
+    return end - seconds
 
 
 def _read(path: Path, fields: dict[str, str], option: str) -> list[RequestObs]:
@@ -70,7 +85,10 @@ def drift(
     ),
     fields: str | None = typer.Option(None, "--fields", help="Map log fields, as in monitor --requests."),
     since: str | None = typer.Option(
-        None, "--since", help="Start of the current window (default: --window before its end)."
+        None,
+        "--since",
+        help="Start of the current window: a time, or a duration before its end such as 24h "
+        "(default: --window before its end).",
     ),
     until: str | None = typer.Option(
         None, "--until", help="End of the current window (default: the last request)."
@@ -97,7 +115,8 @@ def drift(
     *,
     options: dict[str, Any],
 ) -> None:
-    """Compare α and τ per domain between a window and a reference; exit 1 on a significant drop."""
+    """Compare α and τ per domain between a window and a reference; exit 1 on a significant drop, 3 when
+    there is nothing to compare."""
     from specmeter.monitoring.domains import group_key
     from specmeter.monitoring.drift import compare_windows
     from specmeter.monitoring.durations import parse_seconds
@@ -126,7 +145,7 @@ def drift(
     current_all = _read(requests, field_map, "--requests")
     stamped = [r.time for r in current_all if r.time is not None]
     end = _time(until, "--until") if until is not None else (max(stamped) + 1e-6 if stamped else None)
-    start = _time(since, "--since") if since is not None else (None if end is None else end - length)
+    start = _since(since, end) if since is not None else (None if end is None else end - length)
     ref_start: float | None
     ref_end: float | None
     if reference is None:
@@ -154,15 +173,15 @@ def drift(
         ref_name = str(ref_path)
     current = _between(current_all, start, end) if stamped else current_all
     if not current:
-        fail("the current window holds no request", code=EXIT_FAILED)
+        fail("the current window holds no request: nothing to compare", code=EXIT_NOTHING_TO_COMPARE)
     if not reference_obs:
-        fail(f"the reference ({ref_name}) holds no request", code=EXIT_FAILED)
+        fail(f"the reference ({ref_name}) holds no request: nothing to compare", code=EXIT_NOTHING_TO_COMPARE)
     rows = compare_windows(reference_obs, current, level=level, min_requests=min_requests)
     only = sorted({group_key(*r.group) for r in current} ^ {group_key(*r.group) for r in reference_obs})
     render_drift(rows, start=start, end=end, current=len(current), reference_name=ref_name,
                  reference=len(reference_obs), only=only, console=console)  # fmt: skip
     if not rows:
-        fail("no domain appears in both windows", code=EXIT_FAILED)
+        fail("no domain appears in both windows: nothing to compare", code=EXIT_NOTHING_TO_COMPARE)
     if json_out is not None:
         from specmeter.report.files import write_json_atomic
 

@@ -3,7 +3,9 @@
 Windowed α, τ, per-position rates and throughput per engine, SQLite history, a live terminal view (a
 line per window when not on a terminal), alerts to the console, a JSONL file and an optional webhook,
 and the derived figures on the monitor's own /metrics. ``--once`` closes one window per target and
-exits; ``--duration`` bounds the run; otherwise it runs until Ctrl-C.
+exits; ``--duration`` bounds the run; otherwise it runs until Ctrl-C or SIGTERM (the same ending: what
+was watched is written). The history goes to ``--history``, by default ``monitor.sqlite`` beside the run
+store (``store.paths.default_history_path``), and the monitor says where.
 """
 
 from __future__ import annotations
@@ -91,7 +93,12 @@ def monitor(
     no_alerts: bool = typer.Option(False, "--no-alerts", help="Do not evaluate alert rules."),
     server: str = typer.Option("auto", "--server", help="Server kind: " + ", ".join(SERVER_CHOICES)),
     k: int | None = typer.Option(None, "--k", help="Draft length, where metrics do not reveal it (TGI α)."),
-    history: Path = typer.Option(Path("specmeter-monitor.sqlite"), "--history", help="SQLite history file."),
+    history: Path | None = typer.Option(
+        None,
+        "--history",
+        help="SQLite history file (default: monitor.sqlite beside the run store: $SPECMETER_STORE's "
+        "directory, else the user data dir).",
+    ),
     alerts_log: Path | None = typer.Option(None, "--alerts-log", help="Append alerts to this JSONL file."),
     webhook: str | None = typer.Option(None, "--webhook", help="POST every alert as JSON to this URL."),
     export_port: int | None = typer.Option(
@@ -140,6 +147,10 @@ def monitor(
     if export_port is not None and not 0 <= export_port <= 65535:
         fail(f"--export-port must be between 0 and 65535, got {export_port}")
 
+    if history is None:
+        from specmeter.store.paths import default_history_path
+
+        history = default_history_path()
     rules = AlertRules(
         alpha_threshold=None if no_alerts else alert_alpha,
         alpha_windows=alert_windows,
@@ -194,30 +205,36 @@ def monitor(
     )
     live = stdout_is_terminal() and not quiet and not once
     from specmeter.monitoring.promquery import PrometheusError
+    from specmeter.sweep.launch import sigterm_as_interrupt
 
     exporter = MonitorExporter()
+    started: list[Monitor] = []  # the monitor, once running: its windows are written however the watch ends
     with watching(history, exporter, export_port, export_host) as store:
         try:
-            monitor = asyncio.run(
-                _watch(
-                    config,
-                    rules,
-                    store,
-                    exporter,
-                    alerts_log,
-                    webhook,
-                    live=live,
-                    quiet=quiet,
-                    factory=factory,
+            with sigterm_as_interrupt():  # SIGTERM (systemd, docker stop) ends the watch as Ctrl-C does
+                asyncio.run(
+                    _watch(
+                        config,
+                        rules,
+                        store,
+                        exporter,
+                        alerts_log,
+                        webhook,
+                        live=live,
+                        quiet=quiet,
+                        factory=factory,
+                        started=started,
+                    )
                 )
-            )
         except PrometheusError as e:
             fail(f"--prometheus: {e}", code=EXIT_FAILED)
-    if json_out is not None:
-        from specmeter.report.files import write_json_atomic
+        finally:
+            if json_out is not None and started:  # Ctrl-C and SIGTERM included, as with --requests
+                from specmeter.report.files import write_json_atomic
 
-        windows = [w.as_dict() for t in monitor.trackers.values() for w in t.history]
-        write_json_atomic(json_out, {"source": prometheus, "group_by": group_by, "windows": windows})
+                windows = [w.as_dict() for t in started[0].trackers.values() for w in t.history]
+                write_json_atomic(json_out, {"source": prometheus, "group_by": group_by, "windows": windows})
+    monitor = started[0]
     if prometheus is not None and not monitor.trackers:
         fail(
             f"--prometheus: no {kind or 'vllm'} speculative-decoding series in {prometheus}", code=EXIT_FAILED
@@ -247,6 +264,7 @@ async def _watch(
     live: bool,
     quiet: bool,
     factory: Any = None,
+    started: list[Monitor] | None = None,
 ) -> Monitor:
     from rich.live import Live
 
@@ -259,6 +277,8 @@ async def _watch(
 
     async with alert_sinks(say, alerts_log, webhook) as (client, sinks):
         monitor = (factory or Monitor)(config, rules, sinks, store, exporter)
+        if started is not None:
+            started.append(monitor)
         if live:
             with Live(render(monitor.trackers, rules, rules.alpha_threshold), console=console) as view:
                 monitor.on_window = lambda w, t: view.update(

@@ -1,7 +1,7 @@
 """What every ``monitor`` mode writes to while it watches: the history store and the /metrics exporter.
 
-Opened before the watch (a problem with either is one ``error:`` line, exit 2) and closed when it ends;
-Ctrl-C ends a watch with one line and exit 130.
+Opened before the watch (a problem with either is one ``error:`` line, exit 2; where the history is, is
+said on stderr) and closed when it ends; Ctrl-C (and SIGTERM) ends a watch with one line and exit 130.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def watching(history: Path, exporter: GaugeExporter, port: int | None, host: str
         store = HistoryStore(history)
     except Exception as e:  # sqlite3 errors name the problem (unwritable directory, not a database)
         fail(f"--history {history}: {e}")
+    err_console.print(f"history in {history}", markup=False, highlight=False, soft_wrap=True)
     try:
         if port is not None:
             try:

@@ -79,8 +79,11 @@ def run_requests(
             monitor.on_window = lambda w: console.print(
                 domain_line(w), markup=False, highlight=False, soft_wrap=True
             )
+        from specmeter.sweep.launch import sigterm_as_interrupt
+
         try:
-            asyncio.run(_watch(monitor, alerts_log, webhook))
+            with sigterm_as_interrupt():  # SIGTERM ends the watch as Ctrl-C does: --json written below
+                asyncio.run(_watch(monitor, alerts_log, webhook))
         finally:
             if json_out is not None:
                 _write_json(json_out, monitor)

@@ -19,11 +19,23 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
-from specmeter.cli.common import measure_errors, resolve_store
+from specmeter.cli.common import fail, measure_errors, resolve_store
 from specmeter.measuring.config import MeasureConfig, VllmOptions
 
-__all__ = ["RECORD", "STORE", "Shared", "measure_config", "measuring_command", "option", "shared"]
+__all__ = [
+    "RECORD",
+    "STORE",
+    "OnceCommand",
+    "Shared",
+    "measure_config",
+    "measuring_command",
+    "option",
+    "refuse_repeated_options",
+    "repeated_option",
+    "shared",
+]
 
 _C, _V = MeasureConfig, VllmOptions
 
@@ -55,8 +67,10 @@ _SEED_HELP = (
 )
 _HEAD = (
     option("target", Path, "--target", help="Target model directory (Hugging Face format)."),
-    option("prompts", Path, "--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl."),
-)
+    option("prompts", list[Path], "--prompts",
+           help="Golden set: specmeter JSONL or Spec-Bench question.jsonl; repeat to combine several (their "
+           "categories together; an id may appear in one file only)."),
+)  # fmt: skip
 _TAIL = (
     option("temperature", float, "--temperature", help="0 = greedy (exact-match verification).",
            default=_C.temperature),
@@ -64,7 +78,8 @@ _TAIL = (
            default=_C.top_p),
     option("max_tokens", int, "--max-tokens", help="Output tokens per request (unless the prompt says).",
            default=_C.max_tokens),
-    option("limit", int | None, "--limit", help="Only the first N prompts.", default=_C.limit),
+    option("limit", int | None, "--limit", help="Only the first N prompts (of each --prompts file).",
+           default=_C.limit),
     option("seed", int, "--seed", help=_SEED_HELP, default=_C.seed),
     option("json_out", Path | None, "--json", help="Write the whole result as JSON.", default=_C.json_out),
     option("csv_out", Path | None, "--csv", help="Write one CSV row per request.", default=_C.csv_out),
@@ -160,3 +175,64 @@ def measure_config(options: dict[str, Any], **fields: Any) -> MeasureConfig:
             **fields,
         )
     raise AssertionError("unreachable")  # measure_errors() exits on every error
+
+
+# -------------------------------------------------------------------------------- one value, given once
+
+
+def repeated_option(command: Any, args: Sequence[str]) -> str | None:
+    """The error for the first single-value option of ``command`` that ``args`` give twice, or None.
+
+    click keeps the last value of an option given twice (``--limit 5 --limit 7`` runs 7 prompts) and typer
+    follows it, so a pasted or scripted command line silently loses a value. Options that take several
+    values (``multiple``, such as ``--draft``) and counters are left alone; a flag's two spellings
+    (``--quiet``/``-q``, ``--x``/``--no-x``) are one option. Arguments after ``--`` are not options.
+    """
+    spelled: dict[str, Any] = {}
+    for param in command.params:
+        if param.param_type_name == "option":  # typer's own click classes as well as click's
+            spelled.update(dict.fromkeys((*param.opts, *param.secondary_opts), param))
+    seen: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if token == "--":
+            break
+        flag, inline, _ = token.partition("=") if token.startswith("--") else (token, "", "")
+        param = spelled.get(flag)
+        if param is None:
+            continue
+        given = token
+        if not param.is_flag and not param.count and not inline:
+            given = " ".join([token, *args[i : i + param.nargs]])
+            i += param.nargs
+        if param.multiple or param.count:
+            continue
+        key = param.name or flag
+        if key in seen:
+            return f"{flag} given twice ({seen[key]}, then {given}); it takes one value: give it once"
+        seen[key] = given
+    return None
+
+
+class OnceCommand(TyperCommand):
+    """A command that refuses a single-value option given twice (:func:`repeated_option`), before parsing:
+    one ``error:`` line and exit 2, like every other bad option."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        problem = repeated_option(self, args)
+        if problem is not None:
+            fail(problem)
+        return super().parse_args(ctx, args)
+
+
+def refuse_repeated_options(app: typer.Typer) -> None:
+    """Make every command of ``app`` and of its sub-apps (``runs``) an :class:`OnceCommand` (commands
+    registered with a class of their own keep it). Call once every command is registered."""
+    for info in app.registered_commands:
+        if info.cls in (None, TyperCommand):  # typer's default
+            info.cls = OnceCommand
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            refuse_repeated_options(group.typer_instance)

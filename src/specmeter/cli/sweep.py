@@ -127,7 +127,9 @@ def sweep(
         SweepConfig.stop_grace, "--stop-timeout", help="Seconds between SIGTERM and SIGKILL."
     ),
     logs_dir: Path | None = typer.Option(
-        None, "--logs", help="Directory for the servers' output (default: beside --json, else a temp dir)."
+        None,
+        "--logs",
+        help="Output of the servers --launch starts (default: beside --json, else a temp dir).",
     ),
     no_rerun: bool = typer.Option(
         False, "--no-rerun-baseline", help="Do not run the baseline again at the end (drift unmeasured)."
@@ -222,7 +224,9 @@ def sweep(
     # --draft is a name a launch template fills in; when it names a local model directory it is an input too.
     inputs = {"--prompts": prompts, "--draft": Path(draft) if draft and Path(draft).exists() else None}
     check_outputs(outputs, inputs, directories={"--logs": logs_dir})
-    if logs_dir is None and json_out is not None:
+    if not cfg.launches:
+        pass  # --endpoint: specmeter starts no server, so there is no server output to keep (or name)
+    elif logs_dir is None and json_out is not None:
         # The default beside --json, checked once --json itself passed (a bad --json is one error, not two).
         logs_dir = json_out.with_name(json_out.stem + "-logs")
         check_outputs(outputs, inputs, directories={"--logs (default, beside --json)": logs_dir})
@@ -233,7 +237,7 @@ def sweep(
     except WorkloadError as e:
         fail(str(e))
     cfg = dataclasses.replace(
-        cfg, load=dataclasses.replace(load, prompts=workload.prompts), logs_dir=logs_dir
+        cfg, load=dataclasses.replace(load, prompts=workload.prompts), logs_dir=logs_dir or cfg.logs_dir
     )
     max_error_rate = options["max_error_rate"]
     config = cfg.echo(prompts=str(prompts), endpoints=endpoint, max_error_rate=max_error_rate)
@@ -258,7 +262,8 @@ def _run(
         if not quiet:
             err_console.print(escape(line), soft_wrap=True)
 
-    say(f"server logs: {cfg.logs_dir}")
+    if cfg.launches:
+        say(f"server logs: {cfg.logs_dir}")
     try:
         with sigterm_as_interrupt():
             result, _ = asyncio.run(

@@ -38,7 +38,11 @@ def roi_cell(roi: float | None) -> str:
 
 
 def payback_cell(months: float | None) -> str:
-    return "never" if months is None else f"{months:.1f} months"
+    """``never`` (no savings), ``immediate`` (savings and no engineering cost: docs/economics.md), else
+    the months."""
+    if months is None:
+        return "never"
+    return "immediate" if months == 0 else f"{months:.1f} months"
 
 
 def outcome_rows(r: Money | RoiResult, horizon_months: float) -> list[tuple[str, str]]:

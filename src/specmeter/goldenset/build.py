@@ -30,6 +30,7 @@ from specmeter.goldenset.formats import LogPrompt, Problem, read_prompts
 from specmeter.goldenset.lengths import compare_lengths
 from specmeter.goldenset.sampling import stratified_sample
 from specmeter.goldenset.scrub import SCRUB_KINDS, Scrubber
+from specmeter.report.files import plain_file_mode
 from specmeter.selection.mix import MixError, assign_domains
 
 __all__ = ["GoldenConfig", "GoldenError", "GoldenReport", "build_golden", "golden_line"]
@@ -149,6 +150,7 @@ def _write_atomic(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
             for line in lines:
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        os.chmod(tmp, plain_file_mode())  # mkstemp's 0600 → what a plain open() would have given
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

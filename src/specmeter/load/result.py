@@ -99,6 +99,9 @@ def _apply_server(summary: dict[str, Any], acceptance: ServerAcceptance | None) 
         figures = acceptance.as_dict()
         for key in _FROM_SERVER:
             summary[key] = figures[key]
+    else:
+        # specmeter's own rates, from steps rebuilt exactly (or none at all): every load summary says which.
+        summary["per_position_definition"] = "P_i" if summary.get("per_position") else None
     in_danger, reasons = danger_zone(summary)
     summary["danger_zone"], summary["danger_reasons"] = in_danger, reasons
 

@@ -19,7 +19,15 @@ from rich.text import Text
 from specmeter.report.fmt import DASH, as_float, dig, fmt_num, fmt_speedup, with_ci
 from specmeter.report.view import framed_by_hygiene
 
-__all__ = ["queue_line", "render_load", "slo_line", "slow_start_line", "stop_paying_level", "warmup_line"]
+__all__ = [
+    "conclusion",
+    "queue_line",
+    "render_load",
+    "slo_line",
+    "slow_start_line",
+    "stop_paying_level",
+    "warmup_line",
+]
 
 
 def _level(entry: Mapping[str, Any]) -> str:
@@ -39,6 +47,49 @@ def stop_paying_level(result: Mapping[str, Any]) -> str | None:
         if e is not None and e < 1.0:
             return _level(entry)
     return None
+
+
+def _unsure(entry: Mapping[str, Any]) -> str | None:
+    """Why a level whose E_meas is at least 1 does not show that speculation pays there, or None: its
+    interval reaches below 1.0, or it is in the danger zone (α < 0.5 among the reasons)."""
+    summary = entry.get("summary")
+    why = []
+    ci = dig(summary, "speedup_measured_ci")
+    low = as_float(ci[0]) if isinstance(ci, (list, tuple)) and len(ci) == 2 else None
+    if low is not None and low < 1.0:
+        why.append(f"E_meas {with_ci(fmt_speedup(dig(summary, 'speedup_measured')), ci)} includes 1.0")
+    if dig(summary, "danger_zone") is True:
+        why.append("danger zone: " + " ".join(str(r) for r in dig(summary, "danger_reasons") or []))
+    return "; ".join(why) or None
+
+
+def conclusion(result: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The closing sentence and its style: speculation does not pay at any level, stops paying at the
+    first level whose E_meas is below 1, pays off at every level — only when every level's interval lies
+    above 1.0 and none is in the danger zone —, or is at least 1 everywhere without showing it pays at the
+    levels named (the danger flags and the intervals printed above are part of the verdict). None without
+    a measured E_meas."""
+    entries = [
+        (c, e)
+        for c in result.get("candidates") or []
+        if (e := as_float(dig(c, "summary", "speedup_measured"))) is not None
+    ]
+    if not entries:
+        return None
+    if all(e < 1.0 for _, e in entries):
+        return "Speculation does not pay at any measured load level (E_meas < 1.0).", "bold red"
+    stop = stop_paying_level(result)
+    if stop is not None:
+        return f"Speculation stops paying at {stop}: the first level where E_meas < 1.0.", "bold red"
+    unsure = [(_level(c), why) for c, _ in entries if (why := _unsure(c)) is not None]
+    if not unsure:
+        return "Speculation pays off at every measured load level.", "bold green"
+    levels = "; ".join(f"{level} ({why})" for level, why in unsure)
+    return (
+        f"E_meas is at least 1.0 at every measured load level, but speculation is not shown to pay off at "
+        f"{levels}.",
+        "bold yellow",
+    )
 
 
 def _ms(value: Any) -> str:
@@ -275,19 +326,6 @@ def render_load(result: Mapping[str, Any], console: Console) -> None:
         console.print(
             Text("Interrupted: partial results, every finished request is on disk.", style="bold yellow")
         )
-    measured = [
-        (_level(c), e)
-        for c in result.get("candidates") or []
-        if (e := as_float(dig(c, "summary", "speedup_measured"))) is not None
-    ]
-    stop = stop_paying_level(result)
-    if measured and all(e < 1.0 for _, e in measured):
-        console.print(
-            Text("Speculation does not pay at any measured load level (E_meas < 1.0).", style="bold red")
-        )
-    elif stop is not None:
-        console.print(
-            Text(f"Speculation stops paying at {stop}: the first level where E_meas < 1.0.", style="bold red")
-        )
-    elif measured:
-        console.print(Text("Speculation pays off at every measured load level.", style="bold green"))
+    verdict = conclusion(result)
+    if verdict is not None:
+        console.print(Text(*verdict))

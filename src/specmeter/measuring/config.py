@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from specmeter.measuring.errors import MeasureError
 from specmeter.measuring.outputs import check_output_paths
@@ -89,7 +89,7 @@ class MeasureConfig:
     """Baseline plus every (draft, k) over a golden set; the class attributes are the defaults."""
 
     target: Path
-    prompts: Path
+    prompts: Path | Sequence[Path]  # one golden set or several, combined file after file; kept as a tuple
     drafts: Sequence[Path] = ()
     k: Sequence[int] = BENCH_K
     temperature: float = 0.0
@@ -119,6 +119,10 @@ class MeasureConfig:
     def __post_init__(self) -> None:
         # Normalise containers so a frozen config cannot change under the run.
         object.__setattr__(self, "drafts", tuple(Path(d) for d in self.drafts))
+        files = (self.prompts,) if isinstance(self.prompts, (str, os.PathLike)) else tuple(self.prompts)
+        if not files:
+            raise MeasureError("--prompts: give at least one golden set")
+        object.__setattr__(self, "prompts", tuple(Path(p) for p in files))
         object.__setattr__(self, "extra", dict(self.extra))
         self._check_engine()
         self._check_sampling()
@@ -192,6 +196,11 @@ class MeasureConfig:
             raise MeasureError(f"--top-p: top_p must be in (0, 1], got {p:g}")
 
     @property
+    def prompt_files(self) -> tuple[Path, ...]:
+        """The golden set(s), in the order given (``prompts`` as ``__post_init__`` keeps it)."""
+        return cast(tuple[Path, ...], self.prompts)
+
+    @property
     def inputs(self) -> dict[str, Path | Sequence[Path] | None]:
         return {"--target": self.target, "--draft": self.drafts, "--prompts": self.prompts}
 
@@ -219,7 +228,10 @@ class MeasureConfig:
         return {
             "target": str(self.target),
             "drafts": [str(d) for d in self.drafts],
-            "prompts": str(self.prompts),
+            # One golden set as its path (as ever); several as the list of their paths.
+            "prompts": str(self.prompt_files[0])
+            if len(self.prompt_files) == 1
+            else [str(p) for p in self.prompt_files],
             "k": list(self.k),
             "temperature": self.temperature,
             "top_p": self.top_p,

@@ -35,14 +35,12 @@ def _next_turn(prompt: Prompt, tokenizer: Any) -> Callable[[Sequence[Sequence[in
 
 def prepare_prompts(cfg: MeasureConfig, target: ModelLike) -> list[PreparedPrompt]:
     from specmeter.engine.runner import PreparedPrompt
-    from specmeter.workloads import WorkloadError, load_workload, render_prompt, turn_id
+    from specmeter.workloads import WorkloadError, load_workloads, render_prompt, turn_id
 
     try:
-        workload = load_workload(cfg.prompts)
+        workload = load_workloads(cfg.prompt_files, cfg.limit)  # --limit: the first N of each file
     except WorkloadError as e:
         raise MeasureError(str(e)) from None
-    if cfg.limit is not None:
-        workload = workload.limit(cfg.limit)
     context = target.max_positions
     k = max(cfg.k)
     if context is not None and k + 2 > context:  # a step verifies k drafts + 1 beyond at least one token
@@ -51,15 +49,15 @@ def prepare_prompts(cfg: MeasureConfig, target: ModelLike) -> list[PreparedPromp
             f"{context} positions in all"
         )
     prepared, problems = [], []
-    for p in workload.prompts:
+    for i, p in enumerate(workload.prompts):
         ids = render_prompt(p, target.tokenizer)
         max_tokens = p.max_tokens or cfg.max_tokens
         need = len(ids) + max_tokens + k + 1
         if not ids:
-            problems.append(f"{cfg.prompts}:{p.line}: prompt {p.id!r} renders to no tokens")
+            problems.append(f"{workload.where(i)}: prompt {p.id!r} renders to no tokens")
         elif context is not None and need > context:
             problems.append(
-                f"{cfg.prompts}:{p.line}: prompt {p.id!r} needs {need} positions ({len(ids)} prompt tokens + "
+                f"{workload.where(i)}: prompt {p.id!r} needs {need} positions ({len(ids)} prompt tokens + "
                 f"max_tokens {max_tokens} + {k + 1} for the last step's drafts at --k {k}), the target has "
                 f"{context}"
             )

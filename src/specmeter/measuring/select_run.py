@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,18 +16,18 @@ if TYPE_CHECKING:
 __all__ = ["check_mix", "run_select"]
 
 
-def check_mix(mix: str | None, prompts: Path, limit: int | None) -> dict[str, float] | None:
-    """Parse ``--mix`` and match it against the workload's categories, before any model is loaded."""
+def check_mix(mix: str | None, prompts: Path | Sequence[Path], limit: int | None) -> dict[str, float] | None:
+    """Parse ``--mix`` and match it against the categories of the golden set(s), before any model is
+    loaded."""
     if mix is None:
         return None
     from specmeter.selection.mix import MixError, assign_domains, parse_mix
-    from specmeter.workloads import WorkloadError, load_workload
+    from specmeter.workloads import WorkloadError, load_workloads
 
+    files = [prompts] if isinstance(prompts, Path) else list(prompts)
     try:
         weights = parse_mix(mix)
-        workload = load_workload(prompts)
-        if limit is not None and limit >= 1:
-            workload = workload.limit(limit)
+        workload = load_workloads(files, limit if limit is not None and limit >= 1 else None)
         assign_domains(workload.categories, weights)
     except (MixError, WorkloadError) as e:
         raise MeasureError(str(e)) from None

@@ -95,6 +95,29 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
+def _umask() -> int:
+    """The process's umask: read from /proc on Linux (without changing it); elsewhere set and restored."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def plain_file_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file (0666 less the umask: 0644 under the usual 022).
+
+    An atomic write goes through ``tempfile.mkstemp``, which creates its file 0600 whatever the umask; the
+    result files are set to this mode before they are renamed into place, so JSON and HTML outputs are
+    readable exactly like the CSV and JSONL files written beside them.
+    """
+    return 0o666 & ~_umask()
+
+
 def write_json_atomic(path: PathLike, data: Mapping[str, Any]) -> None:
     """Write ``data`` as JSON to ``path`` so that readers only ever see a complete file.
 
@@ -112,6 +135,7 @@ def write_json_atomic(path: PathLike, data: Mapping[str, Any]) -> None:
             fh.flush()
             # Without fsync a crash right after the rename can leave an empty file on some file systems.
             os.fsync(fh.fileno())
+        os.chmod(tmp, plain_file_mode())  # mkstemp's 0600 → what a plain open() would have given
         os.replace(tmp, target)
     except BaseException:
         # Also on KeyboardInterrupt: never leave stray temp files next to the result.

@@ -19,6 +19,7 @@ from typing import Any
 from specmeter import __version__
 from specmeter.economics.roi import RoiInputs, compute_roi
 from specmeter.metrics.records import BASELINE
+from specmeter.report.files import plain_file_mode
 from specmeter.report.fmt import (
     DASH,
     as_float,
@@ -283,7 +284,7 @@ def _roi_section(result: Mapping[str, Any], roi: RoiInputs | None) -> str:
         r = compute_roi(dataclasses.replace(roi, speedup=e))
         rows.append([candidate_label(c), fmt_speedup(e), f"{r.cost_before:,.0f}", f"{r.cost_after:,.0f}",
                      f"{r.monthly_savings:,.0f}", fmt_pct(r.savings_fraction), fmt_num(r.roi),
-                     DASH if r.payback_months is None else f"{r.payback_months:.1f}"])  # fmt: skip
+                     _payback(r.payback_months)])  # fmt: skip
     if not rows:
         return "<p class='note'>No measured speedup, so no ROI.</p>"
     if roi is None:
@@ -433,6 +434,13 @@ def render_report(
     )
 
 
+def _payback(months: float | None) -> str:
+    """The payback cell: months, ``immediate`` with nothing to pay back (docs/economics.md), — never."""
+    if months is None:
+        return DASH
+    return "immediate" if months == 0 else f"{months:.1f}"
+
+
 def write_report(path: Path, text: str) -> None:
     """Write atomically (a reader never sees half a report)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -442,6 +450,7 @@ def write_report(path: Path, text: str) -> None:
             fd, "w", encoding="utf-8", errors="backslashreplace"
         ) as fh:  # a lone surrogate: \ud800
             fh.write(text)
+        os.chmod(tmp, plain_file_mode())  # mkstemp's 0600 → what a plain open() would have given
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -21,6 +21,7 @@ from specmeter.metrics.acceptance import acceptance_counts, acceptance_rate
 from specmeter.metrics.memory import extra_memory_bytes
 from specmeter.metrics.records import BASELINE, RequestRecord, RunRecord
 from specmeter.metrics.summary import danger_zone, summarize
+from specmeter.report.fmt import fmt_bytes
 from specmeter.selection.mix import assign_domains, bootstrap_weighted, weighted_speedups
 
 __all__ = ["analyse_select", "domains_of", "recommendation_lines"]
@@ -280,6 +281,27 @@ def _pct_ci(ci: Any) -> str:
     return "" if not ci else f" [{ci[0]:+.0%}, {ci[1]:+.0%}]"
 
 
+def _tie_break(section: Mapping[str, Any]) -> str:
+    """What decides between the top two when they tie: the one that holds less memory, named, where their
+    extra memory differs; otherwise that memory does not decide (the same draft at two k, or two drafts
+    of one size)."""
+    ranking, memory = section.get("ranking") or [], section.get("memory") or {}
+    if len(ranking) < 2:
+        return "either will do."
+    first, second = ranking[0]["draft"], ranking[1]["draft"]
+    if first == second:
+        return f"both are {first}: either k will do (the same draft holds the same memory)."
+    a, b = ((memory.get(d) or {}).get("extra_memory_bytes") for d in (first, second))
+    if a is None or b is None:
+        return "prefer the one that holds less memory."
+    if a == b:
+        return f"both drafts hold {fmt_bytes(a)} of extra memory, so memory does not decide either."
+    smaller = first if a < b else second
+    return (
+        f"prefer {smaller}, which holds less memory ({fmt_bytes(min(a, b))} against {fmt_bytes(max(a, b))})."
+    )
+
+
 def recommendation_lines(section: Mapping[str, Any]) -> list[str]:
     """The recommendation in plain sentences, from a ``select`` section."""
     rec = section["recommendation"]
@@ -309,7 +331,7 @@ def recommendation_lines(section: Mapping[str, Any]) -> list[str]:
             lines.append(
                 f"Not separated from {sep['second']} "
                 f"(difference {sep['difference']:+.2f}×{_ci(sep['difference_ci'])} "
-                "includes 0): on this golden set the two are a tie; prefer the one that holds less memory."
+                f"includes 0): on this golden set the two are a tie; {_tie_break(section)}"
             )
     for domain, pick in rec["by_domain"].items():
         if pick is None:

@@ -102,6 +102,22 @@ def _category_table(by_k: Mapping[str, list[Mapping[str, Any]]]) -> Table:
     return table
 
 
+def _overhead_warning(r2: float, hygiene: Any) -> str:
+    """Why the engine overhead may not be a line in k, as far as the run's machine verdict tells: a busy
+    or unusable machine is named as the cause only when the sampler saw one (a quiet run says so)."""
+    head = f"The engine overhead is not a line in k here (R² {r2:.2f})"
+    tail = "treat E_pred for k not run with suspicion."
+    verdict = hygiene.get("verdict") if isinstance(hygiene, Mapping) else None
+    if verdict in ("busy", "unusable"):
+        return f"{head}: the machine was {verdict} during the run; {tail}"
+    if verdict == "quiet":
+        return (
+            f"{head}, on a quiet machine: the loop's own overhead varies with k more than a line allows "
+            f"(or the run was too short to time it); {tail}"
+        )
+    return f"{head}: the overhead was noisy or not linear in k; {tail}"
+
+
 def _holdout_lines(check: Mapping[str, Any]) -> list[str]:
     out = [f"Held-out check: k={check['k']} predicted from k={check['source_k']} and fits that never saw it:"]
     for name, label in (
@@ -161,13 +177,7 @@ def render_tune(result: Mapping[str, Any], console: Console) -> None:
         + ", ".join(f"k={r['k']} {fmt_pct(r['overhead_share'])}" for r in oh.get("runs", []))
     )
     if oh.get("r2") is not None and oh["r2"] < 0.5:
-        console.print(
-            Text(
-                f"The engine overhead is not a line in k here (R² {oh['r2']:.2f}): the machine was "
-                "probably busy; treat E_pred for k not run with suspicion.",
-                style="yellow",
-            )
-        )
+        console.print(Text(_overhead_warning(oh["r2"], result.get("hygiene")), style="yellow"))
     for line in section.get("explanation") or []:
         console.print(f"  {line}")
     check = (section.get("holdout_check") or {}).get(ALL)

@@ -356,7 +356,9 @@ def overlay_points(result: Mapping[str, Any], source: str) -> list[dict[str, Any
     # load/sweep results have candidates too, measured under load: their E is not a batch-1 E_meas.
     candidates = result.get("candidates") if result.get("kind") in _BATCH1_KINDS else None
     config = (result.get("run") or {}).get("config") or {}
-    whole = str(config.get("domain") or Path(str(config.get("prompts") or "all")).stem)
+    files = config.get("prompts") or "all"  # one golden set's path, or several (combined)
+    stems = "+".join(Path(str(f)).stem for f in (files if isinstance(files, list) else [files]))
+    whole = str(config.get("domain") or stems)
     for c in candidates or []:
         draft, k = c.get("draft"), c.get("k")
         if not isinstance(k, int):

@@ -369,13 +369,36 @@ def _request_ids(source: RunSource) -> set[str] | None:
     return {r.record.id for r in source.requests} if source.requests else None
 
 
+# Kinds that measure the same thing. The demo's golden-set benches were stored as kind "demo" until
+# 2026-12-03: they are bench runs (the demo now stores them as "bench"), comparable with any bench.
+_KIND = {"demo": "bench"}
+
+
+def _batch(batch: Any) -> str:
+    return "one request at a time" if not batch else "waves of " + ", ".join(map(str, batch))
+
+
+def _files(prompts: Any) -> list[str]:
+    """``run.config.prompts``: one golden set's path, or the list of several (combined)."""
+    return [str(p) for p in prompts] if isinstance(prompts, list) else [str(prompts)]
+
+
+def _file_names(prompts: Any) -> list[str]:
+    return [PurePath(p).name for p in _files(prompts)]
+
+
+def _shown(prompts: Any) -> str:
+    return " + ".join(_files(prompts))
+
+
 def mismatches(a: RunSource, b: RunSource) -> list[str]:
-    """What makes A and B measure different things: the kind of run (bench, load, …), the target, the
-    prompt set (request ids where both runs have them, else the golden set's file name) and the sampling
-    temperature. A run that covers part of the other's prompts (interrupted) is not a mismatch."""
+    """What makes A and B measure different things: the kind of run (bench, load, …; the demo's benches
+    are benches), the target, the prompt set (request ids where both runs have them, else the golden set's
+    file names), the batch size (``bench --batch``) and the sampling temperature. A run that covers part of
+    the other's prompts (interrupted) is not a mismatch."""
     out = []
     ka, kb = a.result.get("kind"), b.result.get("kind")
-    if ka and kb and ka != kb:
+    if ka and kb and _KIND.get(ka, ka) != _KIND.get(kb, kb):
         out.append(f"different kinds of run: A is {ka}, B is {kb}")
     ta, tb = _target(a.result), _target(b.result)
     if ta and tb and ta != tb:
@@ -390,8 +413,11 @@ def mismatches(a: RunSource, b: RunSource) -> list[str]:
     else:
         pa = _section(a.result, "run", "config").get("prompts")
         pb = _section(b.result, "run", "config").get("prompts")
-        if pa and pb and PurePath(str(pa)).name != PurePath(str(pb)).name:
-            out.append(f"different prompt sets: A {pa}, B {pb}")
+        if pa and pb and _file_names(pa) != _file_names(pb):
+            out.append(f"different prompt sets: A {_shown(pa)}, B {_shown(pb)}")
+    batch_a, batch_b = (_section(s.result, "run", "config").get("batch") for s in (a, b))
+    if batch_a != batch_b:  # bench --batch B: waves of B sequences; without it one request at a time
+        out.append(f"different batch sizes: A {_batch(batch_a)}, B {_batch(batch_b)}")
     temp_a = _num(_section(a.result, "run", "config").get("temperature"))
     temp_b = _num(_section(b.result, "run", "config").get("temperature"))
     if temp_a is not None and temp_b is not None and temp_a != temp_b:

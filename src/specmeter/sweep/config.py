@@ -107,7 +107,7 @@ class SweepConfig:
     method: str = "draft_model"  # {spec}'s method
     startup_timeout: float = 600.0
     stop_grace: float = 20.0
-    logs_dir: Path = field(default_factory=lambda: Path("sweep-logs"))
+    logs_dir: Path = field(default_factory=lambda: Path("sweep-logs"))  # launched servers' output only
     rerun_baseline: bool = True  # A … A: the baseline again at the end, for drift
     slo: SLO | None = None
     slo_target: float = DEFAULT_ATTAINMENT  # capacity's attainment target (--search carries its own)
@@ -158,13 +158,19 @@ class SweepConfig:
             "max_error_rate": max_error_rate,
             "rerun_baseline": self.rerun_baseline,
             "validate": self.validate,
-            "logs": str(self.logs_dir),
+            "logs": str(self.logs_dir) if self.launches else None,
             "slo": None if self.slo is None else self.slo.text(),
             "target": self.slo_target,
             "search": None
             if search is None
             else {"kind": search.kind, "low": search.low, "high": search.high, "max_steps": search.max_steps},
         }
+
+    @property
+    def launches(self) -> bool:
+        """Whether the sweep starts servers (and so writes their output to ``logs_dir``); with
+        ``--endpoint`` only it starts none and there are no server logs."""
+        return self.validate or any(c.template is not None for c in self.configs)
 
     @property
     def baseline(self) -> ServerConfig:

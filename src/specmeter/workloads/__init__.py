@@ -17,6 +17,7 @@ from specmeter.workloads.loader import (
     Workload,
     WorkloadError,
     load_workload,
+    load_workloads,
 )
 from specmeter.workloads.render import (
     PromptTokenizer,
@@ -41,6 +42,7 @@ __all__ = [
     "bundled_prompt_names",
     "bundled_prompts",
     "load_workload",
+    "load_workloads",
     "plain_chat_text",
     "render_prompt",
     "render_turn",

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -123,10 +123,20 @@ class Prompt:
 
 @dataclass(frozen=True)
 class Workload:
-    """The prompts of one golden set, in file order."""
+    """The prompts of one golden set, in file order (or of several, file after file: :func:`load_workloads`).
+
+    ``files`` names the file each prompt came from, as the caller passed it (parallel to ``prompts``;
+    empty: every prompt is from ``path``), so a problem found later still points at ``file:line``.
+    """
 
     path: Path
     prompts: tuple[Prompt, ...]
+    files: tuple[str, ...] = field(default=(), compare=False)
+
+    def where(self, index: int) -> str:
+        """``file:line`` of prompt ``index``."""
+        file = self.files[index] if self.files else os.fspath(self.path)
+        return f"{file}:{self.prompts[index].line}"
 
     def __len__(self) -> int:
         return len(self.prompts)
@@ -143,7 +153,7 @@ class Workload:
         """The first ``n`` prompts, in order (all of them if there are fewer)."""
         if n < 0:
             raise ValueError(f"limit must be >= 0, got {n}")
-        return Workload(path=self.path, prompts=self.prompts[:n])
+        return Workload(path=self.path, prompts=self.prompts[:n], files=self.files[:n])
 
     def by_category(self) -> dict[str, tuple[Prompt, ...]]:
         """Prompts grouped by category; categories in order of first appearance, prompts in file order."""
@@ -319,3 +329,46 @@ def load_workload(path: str | os.PathLike[str]) -> Workload:
     if problems:
         raise WorkloadError(problems)
     return Workload(path=file, prompts=tuple(prompts))
+
+
+def load_workloads(paths: Sequence[str | os.PathLike[str]], limit: int | None = None) -> Workload:
+    """Several golden sets as one workload: file after file, the first ``limit`` prompts of each (all
+    without), their categories together. Every problem of every file is collected before failing, as
+    :func:`load_workload` does for one; a file given twice, or an id that two files both use, is a problem
+    (an id names one request in every result, log and comparison). One path is :func:`load_workload`.
+    """
+    if not paths:
+        raise WorkloadError(["no golden set given"])
+    problems: list[str] = []
+    prompts: list[Prompt] = []
+    files: list[str] = []
+    first: dict[str, str] = {}
+    seen: dict[Path, str] = {}
+    for path in paths:
+        shown = os.fspath(path)
+        key = Path(path).resolve()
+        if key in seen:
+            problems.append(f"{shown}: given twice (also as {seen[key]})")
+            continue
+        seen[key] = shown
+        try:
+            workload = load_workload(path)
+        except WorkloadError as e:
+            problems.extend(e.problems)
+            continue
+        if limit is not None:
+            workload = workload.limit(limit)
+        for i, prompt in enumerate(workload.prompts):
+            where = workload.where(i)
+            if prompt.id in first:
+                problems.append(
+                    f"{where}: field 'id': id '{prompt.id}' is also in {first[prompt.id]}; "
+                    "ids must be unique across the --prompts files"
+                )
+                continue
+            first[prompt.id] = where
+            prompts.append(prompt)
+            files.append(shown)
+    if problems:
+        raise WorkloadError(problems)
+    return Workload(path=Path(paths[0]), prompts=tuple(prompts), files=tuple(files))
