@@ -147,6 +147,7 @@ def monitor(
     if export_port is not None and not 0 <= export_port <= 65535:
         fail(f"--export-port must be between 0 and 65535, got {export_port}")
 
+    announce = history is None  # the default is said on stderr: the user did not name it
     if history is None:
         from specmeter.store.paths import default_history_path
 
@@ -167,6 +168,7 @@ def monitor(
             seconds,
             rules,
             history=history,
+            announce=announce,
             alerts_log=alerts_log,
             webhook=webhook,
             export=(export_port, export_host),
@@ -209,7 +211,7 @@ def monitor(
 
     exporter = MonitorExporter()
     started: list[Monitor] = []  # the monitor, once running: its windows are written however the watch ends
-    with watching(history, exporter, export_port, export_host) as store:
+    with watching(history, exporter, export_port, export_host, announce=announce) as store:
         try:
             with sigterm_as_interrupt():  # SIGTERM (systemd, docker stop) ends the watch as Ctrl-C does
                 asyncio.run(

@@ -1,7 +1,7 @@
 """What every ``monitor`` mode writes to while it watches: the history store and the /metrics exporter.
 
-Opened before the watch (a problem with either is one ``error:`` line, exit 2; where the history is, is
-said on stderr) and closed when it ends; Ctrl-C (and SIGTERM) ends a watch with one line and exit 130.
+Opened before the watch (a problem with either is one ``error:`` line, exit 2; where the default history
+is, is said on stderr) and closed when it ends; Ctrl-C (and SIGTERM) ends a watch with one line and exit 130.
 """
 
 from __future__ import annotations
@@ -23,15 +23,19 @@ __all__ = ["watching"]
 
 
 @contextmanager
-def watching(history: Path, exporter: GaugeExporter, port: int | None, host: str) -> Iterator[HistoryStore]:
-    """The history store at ``history``, and ``exporter`` serving on ``port`` when one is given."""
+def watching(
+    history: Path, exporter: GaugeExporter, port: int | None, host: str, *, announce: bool = False
+) -> Iterator[HistoryStore]:
+    """The history store at ``history`` (said on stderr with ``announce``: the default, which the user did
+    not name), and ``exporter`` serving on ``port`` when one is given."""
     from specmeter.monitoring.store import HistoryStore
 
     try:
         store = HistoryStore(history)
     except Exception as e:  # sqlite3 errors name the problem (unwritable directory, not a database)
         fail(f"--history {history}: {e}")
-    err_console.print(f"history in {history}", markup=False, highlight=False, soft_wrap=True)
+    if announce:
+        err_console.print(f"history in {history}", markup=False, highlight=False, soft_wrap=True)
     try:
         if port is not None:
             try:

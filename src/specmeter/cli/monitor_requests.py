@@ -38,6 +38,7 @@ def run_requests(
     rules: AlertRules,
     *,
     history: Path,
+    announce: bool = False,
     alerts_log: Path | None,
     webhook: str | None,
     export: tuple[int | None, str],
@@ -71,7 +72,7 @@ def run_requests(
 
     config = RequestMonitorConfig(path, window, fields, once=once, duration=duration, grace=min(window, 5.0))
     exporter = DomainExporter()
-    with watching(history, exporter, *export) as store:
+    with watching(history, exporter, *export, announce=announce) as store:
         monitor = RequestMonitor(config, rules, store=store, exporter=exporter, on_problem=problem)
         if not once and not quiet:
             from specmeter.monitoring.view_domains import domain_line
