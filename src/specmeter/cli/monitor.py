@@ -217,7 +217,9 @@ def monitor(
         from specmeter.report.files import write_json_atomic
 
         windows = [w.as_dict() for t in monitor.trackers.values() for w in t.history]
-        write_json_atomic(json_out, {"source": prometheus, "group_by": group_by, "windows": windows})
+        write_json_atomic(
+            json_out, {"source": prometheus, "group_by": group_by, "windows": windows}, marker="monitor"
+        )
     if prometheus is not None and not monitor.trackers:
         fail(
             f"--prometheus: no {kind or 'vllm'} speculative-decoding series in {prometheus}", code=EXIT_FAILED

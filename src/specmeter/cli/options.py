@@ -20,10 +20,21 @@ from typing import Annotated, Any
 
 import typer
 
-from specmeter.cli.common import measure_errors, resolve_store
+from specmeter.cli.common import fail, measure_errors, resolve_store
 from specmeter.measuring.config import MeasureConfig, VllmOptions
+from specmeter.report.outfile import OutputRefused, replacing_allowed
 
-__all__ = ["RECORD", "STORE", "Shared", "measure_config", "measuring_command", "option", "shared"]
+__all__ = [
+    "FORCE",
+    "RECORD",
+    "STORE",
+    "Shared",
+    "measure_config",
+    "measuring_command",
+    "option",
+    "shared",
+    "writes_files",
+]
 
 _C, _V = MeasureConfig, VllmOptions
 
@@ -46,6 +57,14 @@ RECORD: Sequence[Shared] = (
            help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
            default=None),
     option("no_store", bool, "--no-store", help="Do not record this run in the run store.", default=False),
+)  # fmt: skip
+
+# Every command that writes files takes it (writes_files; cli/app.py gives it to all of them).
+FORCE: Sequence[Shared] = (
+    option("force", bool, "--force",
+           help="Replace (or append to) an existing output file that is not a specmeter output of the same "
+                "kind. A link, a device or a FIFO is never written.",
+           default=False),
 )  # fmt: skip
 
 
@@ -160,3 +179,29 @@ def measure_config(options: dict[str, Any], **fields: Any) -> MeasureConfig:
             **fields,
         )
     raise AssertionError("unreachable")  # measure_errors() exits on every error
+
+
+def writes_files(command: Callable[..., None]) -> Callable[..., None]:
+    """Give a command that writes files :data:`FORCE`: it runs within ``report.outfile.replacing_allowed``
+    (its output checks let someone else's file be replaced with ``--force``), and an output refused while
+    it writes (a link or a file that appeared during the run) ends it with one ``error:`` line, exit 2.
+
+    A command with a ``--force`` of its own (``compare``) keeps it, and it covers the outputs too.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    own = "force" in signature.parameters
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> None:
+        force = bool(kwargs["force"] if own else kwargs.pop("force"))
+        with replacing_allowed(force):
+            try:
+                command(**kwargs)
+            except OutputRefused as e:
+                fail(str(e))
+
+    if not own:
+        params = [*signature.parameters.values(), *map(_parameter, FORCE)]
+        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+    return run
