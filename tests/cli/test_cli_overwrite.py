@@ -33,7 +33,6 @@ from specmeter.store import RunStore
 runner = CliRunner()
 
 FILES = [c for c in CASES if not c.directory]
-DATABASES = ("--store", "--history")
 
 
 @pytest.fixture
@@ -89,8 +88,12 @@ def test_someone_elses_file_is_refused_without_force(
     theirs.write_text('{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}\n')
     before = theirs.read_bytes()
     result = _run(case, paths, tmp_path, theirs, monkeypatch)
-    needle = "--force or not" if case.option in DATABASES else "(use --force to"
-    _assert_one_error(result, case, f"{theirs} exists and is not", needle)
+    if case.option == "--store":  # the run store refuses another file itself, as it always did
+        assert result.exit_code == 2 and "not a usable run store" in result.stderr, result.output
+    elif case.option == "--history":
+        _assert_one_error(result, case, f"{theirs} exists and is not", "--force or not")
+    else:
+        _assert_one_error(result, case, f"{theirs} exists and is not", "(use --force to")
     assert theirs.read_bytes() == before
 
 

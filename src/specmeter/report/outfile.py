@@ -40,7 +40,6 @@ from typing import IO
 
 __all__ = [
     "FORMATS",
-    "RUN_STORE_APPLICATION_ID",
     "Format",
     "OutputRefused",
     "forced",
@@ -54,8 +53,6 @@ __all__ = [
 
 PathLike = str | os.PathLike[str]
 
-# PRAGMA application_id of a specmeter run store ("spmt"); store.schema sets it from here.
-RUN_STORE_APPLICATION_ID = 0x73706D74
 _HEAD = 64 * 1024  # bytes read to recognize a file: formats are recognized by how they start
 _SMALL = 1024 * 1024  # a schedule file larger than this is not one specmeter wrote
 
@@ -152,15 +149,10 @@ def _sqlite_tables(path: Path) -> set[str] | None:
         return None
 
 
-def _is_run_store(path: Path) -> bool:
-    header = _head(path, 100)
-    if not header.startswith(_SQLITE) or len(header) < 72:
-        return False
-    application_id = int.from_bytes(header[68:72], "big")
-    if application_id == RUN_STORE_APPLICATION_ID:
-        return True
-    # Version 1 stores predate the application id: recognized by their tables, as store.db does.
-    return application_id == 0 and {"runs", "requests"} <= (_sqlite_tables(path) or set())
+def _any(path: Path) -> bool:
+    # The run store tells its own files from any other (PRAGMA application_id) and refuses the rest with its
+    # own message before writing anything (store.db.RunStore): here only links and devices are refused.
+    return True
 
 
 def _is_history(path: Path) -> bool:
@@ -180,7 +172,7 @@ FORMATS: dict[str, Format] = {
         Format("alerts", "a specmeter alerts log", _is_alerts, appended=True),
         Format("html", "a specmeter HTML report", _is_html),
         Format("png", "a PNG image", _is_png),
-        Format("store", "a specmeter run store", _is_run_store, appended=True, database=True),
+        Format("store", "a specmeter run store", _any, appended=True, database=True),
         Format("history", "a specmeter monitor history", _is_history, appended=True, database=True),
     )
 }
@@ -208,9 +200,10 @@ _BY_SUFFIX = {
 
 def formats_for(option: str, path: PathLike) -> tuple[Format, ...]:
     """The formats an output option may find at its path: by the option (``--json``, ``--csv``, ``--log``,
-    ``--store`` …), else by the file's suffix (``--out report.html``); every format when neither says."""
+    ``--store`` …), else by the file's suffix (``--out report.html``); every file format (not the stores)
+    when neither says."""
     names = _BY_OPTION.get(option.split()[0]) or _BY_SUFFIX.get(Path(path).suffix.lower())
-    return tuple(FORMATS[n] for n in names) if names else tuple(FORMATS.values())
+    return tuple(FORMATS[n] for n in names) if names else tuple(f for f in FORMATS.values() if not f.database)
 
 
 def recognized(path: PathLike, formats: tuple[Format, ...]) -> bool:

@@ -20,13 +20,12 @@ from collections.abc import Callable
 
 from specmeter import jsonsafe
 from specmeter.metrics.records import StepRecord
-from specmeter.report.outfile import RUN_STORE_APPLICATION_ID
 from specmeter.store.packing import pack_emissions, pack_ids, pack_steps
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "V1_SCHEMA", "create_schema", "migrate"]
 
-# "spmt" in ASCII: lets us tell our stores from any other SQLite file (report.outfile reads it too).
-APPLICATION_ID = RUN_STORE_APPLICATION_ID
+# "spmt" in ASCII: lets us tell our stores from any other SQLite file.
+APPLICATION_ID = 0x73706D74
 SCHEMA_VERSION = 3
 
 # The layout of version 1, kept verbatim: the migration tests build a v1 store from it.
