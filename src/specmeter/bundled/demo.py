@@ -253,7 +253,7 @@ def run_demo(
         if code != EXIT_OK:
             return DemoOutcome(None, code, {**results, **batch_runs})
     roi = _roi(best_legal["speedup_measured"] if best_legal else None)
-    write_json_atomic(out / "roi.json", roi)
+    write_json_atomic(out / "roi.json", roi, marker="demo-roi")
     summary = summarize_demo(rows, results, tune_result, roi, quick=quick, load=load)
     runs = {**results, **({"tune-legal": tune_result} if tune_result else {}), **batch_runs}
     # How quiet the machine was during each run (the hygiene section of its result).

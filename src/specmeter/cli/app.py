@@ -22,7 +22,7 @@ from specmeter.cli import runs as runs_cmd
 from specmeter.cli import serve as serve_cmd
 from specmeter.cli import sweep as sweep_cmd
 from specmeter.cli.common import err_console
-from specmeter.cli.options import refuse_repeated_options
+from specmeter.cli.options import refuse_repeated_options, writes_files
 from specmeter.exitcodes import EXIT_INTERRUPTED, help_epilog
 
 app = typer.Typer(
@@ -70,8 +70,8 @@ def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
-for _name, _command in COMMANDS.items():
-    app.command(_name, epilog=help_epilog(_name))(_interruptible(_command))
+for _name, _command in COMMANDS.items():  # every command writes files: each takes --force
+    app.command(_name, epilog=help_epilog(_name))(_interruptible(writes_files(_command)))
 app.add_typer(runs_cmd.app, name="runs", epilog=help_epilog("runs"))
 refuse_repeated_options(app)  # every command, runs' included: "--x given twice" rather than the last kept
 

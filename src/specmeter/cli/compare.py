@@ -42,7 +42,7 @@ def compare(
         False,
         "--force",
         help="Compute intervals and significance (and test --fail-on) even when A and B differ in prompt "
-        "set, kind of run, target, k or temperature.",
+        "set, kind of run, target, k or temperature; and replace a --json file that is not specmeter's.",
     ),
     *,
     options: dict[str, Any],
@@ -78,7 +78,7 @@ def compare(
     found, untested = regressions(cmp, thresholds) if thresholds else ([], [])
     render_comparison(cmp, a.name, b.name, found, untested, console)
     if json_out is not None:
-        write_json_atomic(json_out, comparison_to_dict(cmp, found))
+        write_json_atomic(json_out, comparison_to_dict(cmp, found), marker="compare")
     if thresholds is None:
         return
     render_gate(found, console)

@@ -197,6 +197,6 @@ def drift(
             "test": "request-level ratio z-test (delta method), Holm-adjusted",
             "comparisons": [r.as_dict() for r in rows],
         }
-        write_json_atomic(json_out, data)
+        write_json_atomic(json_out, data, marker="drift")
     if any(r.direction == "drop" for r in rows):
         raise typer.Exit(EXIT_DROP)

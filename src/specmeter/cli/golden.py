@@ -128,6 +128,6 @@ def golden(
     if json_out is not None:
         from specmeter.report.files import write_json_atomic
 
-        write_json_atomic(json_out, report.as_dict())
+        write_json_atomic(json_out, report.as_dict(), marker="golden")
     if not quiet:
         render_golden(report, console)

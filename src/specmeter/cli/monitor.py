@@ -235,7 +235,11 @@ def monitor(
                 from specmeter.report.files import write_json_atomic
 
                 windows = [w.as_dict() for t in started[0].trackers.values() for w in t.history]
-                write_json_atomic(json_out, {"source": prometheus, "group_by": group_by, "windows": windows})
+                write_json_atomic(
+                    json_out,
+                    {"source": prometheus, "group_by": group_by, "windows": windows},
+                    marker="monitor",
+                )
     monitor = started[0]
     if prometheus is not None and not monitor.trackers:
         fail(

@@ -139,4 +139,5 @@ def _write_json(path: Path, monitor: RequestMonitor) -> None:
             "bad_lines": monitor.problems,
             "late_requests": monitor.windows.late,
         },
+        marker="monitor",
     )

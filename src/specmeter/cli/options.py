@@ -23,8 +23,10 @@ from typer.core import TyperCommand
 
 from specmeter.cli.common import fail, measure_errors, resolve_store
 from specmeter.measuring.config import MeasureConfig, VllmOptions
+from specmeter.report.outfile import OutputRefused, replacing_allowed
 
 __all__ = [
+    "FORCE",
     "RECORD",
     "STORE",
     "OnceCommand",
@@ -35,6 +37,7 @@ __all__ = [
     "refuse_repeated_options",
     "repeated_option",
     "shared",
+    "writes_files",
 ]
 
 _C, _V = MeasureConfig, VllmOptions
@@ -58,6 +61,14 @@ RECORD: Sequence[Shared] = (
            help="Run store to record this run in (default: $SPECMETER_STORE or the user data dir).",
            default=None),
     option("no_store", bool, "--no-store", help="Do not record this run in the run store.", default=False),
+)  # fmt: skip
+
+# Every command that writes files takes it (writes_files; cli/app.py gives it to all of them).
+FORCE: Sequence[Shared] = (
+    option("force", bool, "--force",
+           help="Replace (or append to) an existing output file that is not a specmeter output of the same "
+                "kind. A link, a device or a FIFO is never written.",
+           default=False),
 )  # fmt: skip
 
 
@@ -236,3 +247,29 @@ def refuse_repeated_options(app: typer.Typer) -> None:
     for group in app.registered_groups:
         if group.typer_instance is not None:
             refuse_repeated_options(group.typer_instance)
+
+
+def writes_files(command: Callable[..., None]) -> Callable[..., None]:
+    """Give a command that writes files :data:`FORCE`: it runs within ``report.outfile.replacing_allowed``
+    (its output checks let someone else's file be replaced with ``--force``), and an output refused while
+    it writes (a link or a file that appeared during the run) ends it with one ``error:`` line, exit 2.
+
+    A command with a ``--force`` of its own (``compare``) keeps it, and it covers the outputs too.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    own = "force" in signature.parameters
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> None:
+        force = bool(kwargs["force"] if own else kwargs.pop("force"))
+        with replacing_allowed(force):
+            try:
+                command(**kwargs)
+            except OutputRefused as e:
+                fail(str(e))
+
+    if not own:
+        params = [*signature.parameters.values(), *map(_parameter, FORCE)]
+        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+    return run

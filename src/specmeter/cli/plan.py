@@ -78,4 +78,4 @@ def plan(
     render_plan(t, d, rows, flows, context=context, batch=batch, utilization=utilization, console=console)
     if json_out is not None:
         data = plan_dict(t, d, rows, flows, context=context, batch=batch, tp=tp, utilization=utilization)
-        write_json_atomic(json_out, data)
+        write_json_atomic(json_out, data, marker="plan")

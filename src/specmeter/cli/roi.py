@@ -147,7 +147,7 @@ def roi_from_sweep(
         fail(f"{option} {message.removeprefix(field).strip()}" if option else message)
     render_sweep_roi(r, path.name, console)
     if json_out is not None:
-        write_json_atomic(json_out, r.to_dict())
+        write_json_atomic(json_out, r.to_dict(), marker="roi")
 
 
 def roi_from_whatif(
@@ -171,7 +171,7 @@ def roi_from_whatif(
     )  # fmt: skip
     render_whatif_roi(answer, console)
     if json_out is not None:
-        write_json_atomic(json_out, answer.data)
+        write_json_atomic(json_out, answer.data, marker="roi")
 
 
 @shared(tail=STORE)
@@ -334,4 +334,4 @@ def roi(
     if json_out is not None:
         data = {**dataclasses.asdict(r), "instances_before": r.instances_before}
         data["instances_after"] = r.instances_after
-        write_json_atomic(json_out, data)
+        write_json_atomic(json_out, data, marker="roi")

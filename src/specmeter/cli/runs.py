@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 
 from specmeter.cli.common import check_outputs, console, err_console, fail, open_store, store_path
-from specmeter.cli.options import STORE, shared
+from specmeter.cli.options import STORE, shared, writes_files
 from specmeter.safetext import markup
 
 app = typer.Typer(
@@ -100,6 +100,7 @@ def _export_format(out: Path, fmt: str | None) -> str:
 
 
 @app.command("export")
+@writes_files
 @shared(tail=STORE)
 def export(
     run: str = typer.Argument(..., help="Run id, latest or latest~N."),
@@ -110,6 +111,7 @@ def export(
 ) -> None:
     """Write a stored run as a result JSON, a per-request CSV, or full per-request records (JSONL)."""
     from specmeter.report.files import CSV_COLUMNS, request_row, write_json_atomic
+    from specmeter.report.outfile import FORMATS, open_for_writing
     from specmeter.store import StoreError, is_run_ref
 
     store = options["store"]
@@ -126,8 +128,7 @@ def export(
     if kind == "json":
         write_json_atomic(out, result)
     else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8", newline="") as fh:
+        with open_for_writing(out, FORMATS["csv" if kind == "csv" else "log"], newline="") as fh:
             if kind == "csv":
                 writer = csv.writer(fh, lineterminator="\n")
                 writer.writerow(CSV_COLUMNS)

@@ -289,7 +289,7 @@ def _run(
         render_sweep(result, console)
     schedule = section.get("schedule")
     if schedule_out is not None and schedule:
-        write_json_atomic(schedule_out, schedule["speculative_config"])
+        write_json_atomic(schedule_out, schedule["speculative_config"], schedule=True)
     elif schedule_out is not None:
         err_console.print(
             f"[yellow]--schedule-out: {escape(str(schedule_out))} not written: no schedule (it needs "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from specmeter.goldenset.formats import LogPrompt, Problem, read_prompts
 from specmeter.goldenset.lengths import compare_lengths
 from specmeter.goldenset.sampling import stratified_sample
 from specmeter.goldenset.scrub import SCRUB_KINDS, Scrubber
-from specmeter.report.files import plain_file_mode
+from specmeter.report.outfile import FORMATS, write_text_atomic
 from specmeter.selection.mix import MixError, assign_domains
 
 __all__ = ["GoldenConfig", "GoldenError", "GoldenReport", "build_golden", "golden_line"]
@@ -144,17 +143,9 @@ def _inputs(sources: Sequence[Path]) -> list[Path]:
 
 
 def _write_atomic(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
-            for line in lines:
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-        os.chmod(tmp, plain_file_mode())  # mkstemp's 0600 → what a plain open() would have given
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Over nothing but an earlier golden set of specmeter's (report.outfile), atomically.
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    write_text_atomic(path, text, FORMATS["golden"], fsync=False)
 
 
 def build_golden(config: GoldenConfig) -> GoldenReport:

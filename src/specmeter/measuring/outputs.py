@@ -15,6 +15,9 @@ The policy, the same for every command:
 * Paths are compared after resolving symlinks, ``..`` and ``~``, and existing files by identity, so a hard
   link or a second spelling of the same file is caught. An output may not be an input, another output,
   or an existing file inside an input directory (``--json MODEL/config.json``).
+* An output file is never a symbolic link, a device, a FIFO or a socket, and an existing file is replaced
+  only when it is empty or a specmeter output of the kind the option writes, unless ``--force``
+  (``report.outfile``, which checks the path again when it writes; docs/results.md, "Replacing files").
 * A name the file system cannot hold, an output's or an input's, is refused first: a component longer
   than its ``NAME_MAX`` (255
   bytes on ext4), a whole path of ``PATH_MAX`` bytes or more (4096 on Linux), or a NUL byte (issue 29: a
@@ -29,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from specmeter.measuring.errors import MeasureError
+from specmeter.report.outfile import refusal
 
 __all__ = ["check_output_paths"]
 
@@ -152,8 +156,9 @@ def check_output_paths(
     ``outputs`` (files), ``directories`` (output directories a command fills, such as ``train --out``) and
     ``inputs`` map an option name (``"--json"``) to a path, several paths, or None (not given). An output
     fails when it is the same file or directory as an input or as another output, is an existing file
-    inside an input directory, is a directory (a file output) or a file (a directory output), or lies
-    below something that is not a directory this process can create files in.
+    inside an input directory, is a directory (a file output) or a file (a directory output), is a link,
+    a device or someone else's file (``report.outfile.refusal``: ``--force`` lets the last be replaced), or
+    lies below something that is not a directory this process can create files in.
     """
     outs = [(o, p, False) for o, p in _items(outputs)] + [(o, p, True) for o, p in _items(directories or {})]
     ins = _items(inputs or {})
@@ -174,7 +179,8 @@ def check_output_paths(
         if earlier is not None:
             repeats.setdefault(earlier, []).append(option)
             continue
-        reason = _writable(option, path, directory=is_dir)
+        reason = None if is_dir else refusal(option, path)
+        reason = reason or _writable(option, path, directory=is_dir)
         if reason is not None:
             problems.append(reason)
     # One line per shared path, however many options repeat it (--json X --csv X --log X: one line).

@@ -23,6 +23,7 @@ from typing import IO, Any, Literal, Protocol
 import httpx
 
 from specmeter.monitoring.windows import Window, iso
+from specmeter.report.outfile import FORMATS, open_for_writing
 
 __all__ = [
     "AlertEvent",
@@ -146,8 +147,8 @@ class JsonlSink:
     """One JSON object per alert transition, flushed at once (the file survives a crash)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] = open(path, "a", encoding="utf-8", errors="backslashreplace", buffering=1)  # noqa: SIM115 (closed in close())
+        # Appended to, never through a link or into someone else's file (report.outfile).
+        self._fh: IO[str] = open_for_writing(path, FORMATS["alerts"], append=True, buffering=1)
 
     async def send(self, event: AlertEvent) -> None:
         self._fh.write(json.dumps(event.as_dict(), ensure_ascii=False) + "\n")

@@ -19,7 +19,6 @@ import math
 import os
 import platform
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from datetime import datetime, timezone
@@ -30,6 +29,7 @@ from typing import IO, Any
 from specmeter import __version__
 from specmeter.metrics.latency import tpot
 from specmeter.metrics.records import ModelInfo, RequestRecord
+from specmeter.report.outfile import FORMATS, open_for_writing, write_text_atomic
 
 SCHEMA_VERSION = 1
 # The keys every result file has; a command's own sections (set_section) go beside them.
@@ -95,52 +95,24 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
-def _umask() -> int:
-    """The process's umask: read from /proc on Linux (without changing it); elsewhere set and restored."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def plain_file_mode() -> int:
-    """The mode ``open(path, "w")`` gives a new file (0666 less the umask: 0644 under the usual 022).
-
-    An atomic write goes through ``tempfile.mkstemp``, which creates its file 0600 whatever the umask; the
-    result files are set to this mode before they are renamed into place, so JSON and HTML outputs are
-    readable exactly like the CSV and JSONL files written beside them.
-    """
-    return 0o666 & ~_umask()
-
-
-def write_json_atomic(path: PathLike, data: Mapping[str, Any]) -> None:
+def write_json_atomic(
+    path: PathLike, data: Mapping[str, Any], *, marker: str | None = None, schedule: bool = False
+) -> None:
     """Write ``data`` as JSON to ``path`` so that readers only ever see a complete file.
 
-    The temporary file lives in the target directory because ``os.replace`` is only atomic within one
-    file system.
+    ``marker`` (a command's name) puts ``schema_version`` and ``kind`` first, as every result file has
+    them, so that a later run recognizes the file as specmeter's and may replace it; ``schedule`` writes a
+    vLLM speculative config (``sweep --schedule-out``), which has no such keys. The path is checked by
+    ``report.outfile`` (never a link, a device or someone else's file: :class:`~specmeter.report.outfile.
+    OutputRefused`).
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    data = dict(data)
+    if marker is not None:
+        data = {"schema_version": SCHEMA_VERSION, "kind": marker, **data}
+    elif "schema_version" in data and "kind" in data:  # first, where the next run looks for them
+        data = {"schema_version": data.pop("schema_version"), "kind": data.pop("kind"), **data}
     text = json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        # A lone surrogate (from a server's text) is written as its escape: the same string, read back.
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
-            fh.write(text)
-            fh.flush()
-            # Without fsync a crash right after the rename can leave an empty file on some file systems.
-            os.fsync(fh.fileno())
-        os.chmod(tmp, plain_file_mode())  # mkstemp's 0600 → what a plain open() would have given
-        os.replace(tmp, target)
-    except BaseException:
-        # Also on KeyboardInterrupt: never leave stray temp files next to the result.
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text, FORMATS["schedule" if schedule else "json"])
 
 
 def environment_info() -> dict[str, Any]:
@@ -376,12 +348,12 @@ class RequestSink:
         # ExitStack so that a failure opening the second file closes the first.
         with ExitStack() as stack:
             if csv_path is not None:
-                self._csv_file = stack.enter_context(_open_for_rows(csv_path))
+                self._csv_file = stack.enter_context(_open_for_rows(csv_path, "csv"))
                 self._csv = csv.writer(self._csv_file, lineterminator="\n")
                 self._csv.writerow(CSV_COLUMNS)
                 self._flush(self._csv_file)
             if log_path is not None:
-                self._log_file = stack.enter_context(_open_for_rows(log_path))
+                self._log_file = stack.enter_context(_open_for_rows(log_path, "log"))
             stack.pop_all()
 
     def write(
@@ -427,10 +399,8 @@ class RequestSink:
         self.close()
 
 
-def _open_for_rows(path: PathLike) -> IO[str]:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+def _open_for_rows(path: PathLike, fmt: str) -> IO[str]:
     # newline="" is what the csv module requires; line buffering is a second line of defence behind flush.
-    # backslashreplace: a lone surrogate becomes its escape (\ud800; in the JSONL the same string) instead of
-    # a UnicodeEncodeError halfway through a run.
-    return open(p, "w", encoding="utf-8", errors="backslashreplace", newline="", buffering=1)
+    # A lone surrogate becomes its escape (\ud800; in the JSONL the same string) instead of a
+    # UnicodeEncodeError halfway through a run. The path is checked first (report.outfile).
+    return open_for_writing(path, FORMATS[fmt], newline="", buffering=1)

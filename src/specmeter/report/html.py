@@ -10,8 +10,6 @@ categories, request ids, paths) is escaped.
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,6 @@ from typing import Any
 from specmeter import __version__
 from specmeter.economics.roi import RoiInputs, compute_roi
 from specmeter.metrics.records import BASELINE
-from specmeter.report.files import plain_file_mode
 from specmeter.report.fmt import (
     DASH,
     as_float,
@@ -53,6 +50,7 @@ from specmeter.report.html_parts import table
 from specmeter.report.html_svg import esc
 from specmeter.report.html_sweep import sweep_section
 from specmeter.report.html_whatif import whatif_section
+from specmeter.report.outfile import FORMATS, write_text_atomic
 from specmeter.report.view import (
     bandwidth,
     danger_note,
@@ -428,6 +426,7 @@ def render_report(
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<meta name='generator' content='specmeter'>"
         f"<title>{esc(title)}</title><style>{_CSS}</style></head><body><main>\n"
         + "\n".join(body)
         + "\n</main></body></html>\n"
@@ -442,16 +441,6 @@ def _payback(months: float | None) -> str:
 
 
 def write_report(path: Path, text: str) -> None:
-    """Write atomically (a reader never sees half a report)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(
-            fd, "w", encoding="utf-8", errors="backslashreplace"
-        ) as fh:  # a lone surrogate: \ud800
-            fh.write(text)
-        os.chmod(tmp, plain_file_mode())  # mkstemp's 0600 → what a plain open() would have given
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically (a reader never sees half a report), over nothing but a specmeter report
+    (``report.outfile``: the generator tag in the head says whose it is)."""
+    write_text_atomic(path, text, FORMATS["html"], fsync=False)
