@@ -35,6 +35,7 @@ LOAD_OPTIONS = {
 # load's own options that are LoadConfig fields of the same name.
 LOAD_ONLY = {
     "arrival", "trace_speed", "duration", "request_seeds", "chunk_counts", "baseline_model", "k", "blocks",
+    "domain_metadata",
 }  # fmt: skip
 # sweep's own options: (option parameter, the default it must have).
 SWEEP_ONLY = {

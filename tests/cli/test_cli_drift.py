@@ -120,3 +120,50 @@ def test_drift_mistakes(tmp_path: Path) -> None:
         runner.invoke(app, ["drift", "--requests", str(log), "--json", str(log)]), "never overwrites"
     )
     assert_usage_error(runner.invoke(app, ["drift", "--requests", str(log), "--slot", "a"]), "--slot")
+
+
+def test_a_logs_domain_matches_a_stored_runs_sub_categories_and_slot_mistakes_name_the_run(
+    tmp_path: Path,
+) -> None:
+    """A log's ``legal`` is compared with a bench run's ``legal/…`` (prefix match, docs/monitoring.md); a
+    --slot that ``latest`` lacks names latest's kind and slots and the run that holds it (issue 32)."""
+    today = write_log(tmp_path / "today.jsonl", drop="legal", seed=4)
+    store = tmp_path / "runs.sqlite"
+    rng = np.random.default_rng(6)
+    rows = []
+    for i in range(80):
+        category = ("legal/nda", "legal/liability", "general/news", "general/chat")[i % 4]
+        p = 0.8 if category.startswith("legal") else 0.6
+        steps = tuple(StepRecord(4, int(a), int(a) + 1, 0.001, 0.01, 4) for a in rng.binomial(4, p, size=12))
+        tokens = sum(s.emitted for s in steps)
+        record = RequestRecord(
+            f"p{i}", category, 10, tokens, 0.5, 0.02, 0.02, steps, (Emission(0.5, tokens),)
+        )
+        rows.append(("draft-legal@k=4", "draft-legal", 4, record))
+    with RunStore(store) as db:
+        bench = db.begin_run({"kind": "bench"})
+        db.add_requests(bench, rows)
+        tune = db.begin_run({"kind": "tune"})
+        db.add_requests(tune, [("draft-legal@k=2", "draft-legal", 2, rows[0][3])])
+    env = {**os.environ, "SPECMETER_STORE": str(store)}
+    since = ["--since", "2026-11-30T12:00"]
+    result = runner.invoke(
+        app,
+        ["drift", "--requests", str(today), *since, "--reference", "latest~1", "--slot", "draft-legal@k=4",
+         "--json", str(tmp_path / "d.json")],
+        env=env,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    rows_out = json.loads((tmp_path / "d.json").read_text())["comparisons"]
+    alpha = {r["domain"]: r for r in rows_out if r["metric"] == "alpha"}
+    assert set(alpha) == {"legal", "general"}
+    assert alpha["legal"]["requests_before"] == 40 and alpha["legal"]["direction"] == "drop"
+    assert alpha["general"]["requests_before"] == 40 and alpha["general"]["direction"] == "none"
+    slot = runner.invoke(
+        app,
+        ["drift", "--requests", str(today), "--reference", "latest", "--slot", "draft-legal@k=4"],
+        env=env,
+    )
+    message = assert_usage_error(slot, "--slot")
+    assert f"run {tune}, a tune run of draft-legal@k=2" in message
+    assert f"the newest run holding it is run {bench}: --reference {bench}" in message

@@ -155,3 +155,24 @@ def test_refusals(tmp_path: Path) -> None:
     assert f"{bad}:1: field 'prompt': empty: skipped" in result.stderr
     assert "no usable prompt" in result.stderr
     assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_a_category_field_the_log_lacks_is_a_warning_with_the_count(tmp_path: Path) -> None:
+    """`--category-field route` on a log where some lines have no `route` says how many (issue 32)."""
+    log = mixed_log(tmp_path / "requests.jsonl", n=60)
+    lines = log.read_text("utf-8").splitlines()
+    stripped = [json.dumps({"request": json.loads(x)["request"]}) if i % 3 == 0 and i != 10 else x
+                for i, x in enumerate(lines)]  # fmt: skip
+    log.write_text("\n".join(stripped) + "\n", encoding="utf-8")
+    missing = sum(1 for i in range(len(lines)) if i % 3 == 0 and i != 10)
+    report = tmp_path / "r.json"
+    args = ["golden", "--from", str(log), "--category-field", "route", "--out", str(tmp_path / "g.jsonl")]
+    result = runner.invoke(app, [*args, "--json", str(report)])
+    assert result.exit_code == 0, result.output
+    assert f"warning: --category-field route: {missing} of 60 usable prompts have no such field; they " \
+           "were categorised by 'uncategorised'" in " ".join(result.stdout.split())  # fmt: skip
+    assert json.loads(report.read_text("utf-8"))["category_field_missing"] == missing
+    complete = mixed_log(tmp_path / "complete.jsonl", n=20)
+    quiet = runner.invoke(app, ["golden", "--from", str(complete), "--category-field", "route", "--out",
+                                str(tmp_path / "h.jsonl")])  # fmt: skip
+    assert quiet.exit_code == 0 and "no such field" not in quiet.stdout

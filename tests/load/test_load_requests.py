@@ -14,7 +14,7 @@ from specmeter.load.level import RoleResult
 from specmeter.load.requests import CHUNK_COUNTS, build_request, chunk_count_source
 from specmeter.load.result import effective_concurrency
 from specmeter.metrics.records import RequestRecord
-from specmeter.workloads.loader import Message, Prompt
+from specmeter.workloads.loader import DEFAULT_CATEGORY, Message, Prompt
 
 PROMPTS = (
     Prompt("a", "general", "The lighthouse keeper", None, None, 1),
@@ -102,3 +102,20 @@ def test_effective_concurrency_never_exceeds_what_was_open(seed: int) -> None:
     busy = [[_outcome(j * 1.5, (j + 1) * 1.5) for j in range(4)] for _ in range(c)]
     full = RoleResult(ep, [o for worker in busy for o in worker], wall_s=6.0)
     assert effective_concurrency(full) == pytest.approx(c)
+
+
+def test_each_request_carries_its_golden_set_category_as_metadata_domain() -> None:
+    """serve --log records it as the request's domain, so a served log knows its domains (issue 32)."""
+    assert _payload()["metadata"] == {"domain": "general"}
+    assert "metadata" not in _payload(domain_metadata=False)
+    # --extra-body's metadata keeps its own keys beside the domain, and wins on a clash.
+    merged = _payload(extra_body={"metadata": {"tenant": "acme"}})["metadata"]
+    assert merged == {"domain": "general", "tenant": "acme"}
+    assert _payload(extra_body={"metadata": {"domain": "x"}})["metadata"] == {"domain": "x"}
+    # A golden set without categories names no domain; the Messages API takes no such metadata.
+    plain = (Prompt("p", DEFAULT_CATEGORY, "Hello", None, None, 1),)
+    ep = Endpoint("speculative", "http://h:1", None, model="m", kind="vllm")
+    assert "metadata" not in build_request(LoadConfig(endpoint=ep.url, prompts=plain), ep, 0).payload
+    messages = build_request(LoadConfig(endpoint=ep.url, prompts=PROMPTS, api="messages"), ep, 1).payload
+    assert "metadata" not in messages
+    assert LoadConfig(endpoint=ep.url, prompts=PROMPTS).echo(prompts="p")["domain_metadata"] is True

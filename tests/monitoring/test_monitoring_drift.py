@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from specmeter.monitoring.drift import compare_windows, holm, pooled_token_test, ratio_test
+from specmeter.monitoring.drift import align_domains, compare_windows, holm, pooled_token_test, ratio_test
 from specmeter.monitoring.requestlog import RequestObs
 
 
@@ -116,3 +116,22 @@ def test_small_samples_and_missing_steps() -> None:
     no_steps = [RequestObs("x", 0, "c", None, 3, 4, None, 4, 1.0, "t")] * 30
     only_alpha = compare_windows(no_steps, no_steps)
     assert [r.metric for r in only_alpha] == ["alpha"]  # llama.cpp logs: no τ
+
+
+def _obs(domain: str, tenant: str | None = None) -> RequestObs:
+    return RequestObs("x:1", None, domain, tenant, 3, 4, 1, 4, 1.0, "t")
+
+
+def test_sub_categories_match_by_prefix_in_either_direction_and_never_merge_a_shared_domain() -> None:
+    ref = [_obs("legal/nda"), _obs("legal/liability/cap"), _obs("general"), _obs("code/py"), _obs("legalese")]
+    cur = [_obs("legal"), _obs("general/news"), _obs("general"), _obs("code/py"), _obs("code")]
+    new_ref, new_cur = align_domains(ref, cur)
+    # legal/… (any depth) joins the log's legal; "legalese" is no sub-category of legal; code/py stays itself
+    # because both sides have it; general/news joins the reference's general.
+    assert [r.domain for r in new_ref] == ["legal", "legal", "general", "code/py", "legalese"]
+    assert [r.domain for r in new_cur] == ["legal", "general", "general", "code/py", "code"]
+    # A tenant is part of the group: acme's legal/nda matches acme's legal only.
+    tref, tcur = align_domains(
+        [_obs("legal/nda", "acme"), _obs("legal/nda", "beta")], [_obs("legal", "acme")]
+    )
+    assert [r.domain for r in tref] == ["legal", "legal/nda"] and [r.domain for r in tcur] == ["legal"]

@@ -217,9 +217,25 @@ def test_request_log_has_the_three_fields(servers: dict[str, Any]) -> None:
     rows = [json.loads(line) for line in Path(servers["log"]).read_text().splitlines()]
     assert rows, "every finished request is logged"
     last = rows[-1]
-    assert last["run"] == "serve" and last["k"] == 4 and last["category"] == "completion"
+    # No domain in the request: no category (golden's rules, monitor's "all"); the API has its own field.
+    assert last["run"] == "serve" and last["k"] == 4 and last["category"] is None
+    assert last["endpoint"] == "completion" and "domain" not in last
     assert last["output_tokens"] >= 1 and last["latency_ms"] >= last["ttft_ms"] > 0
     assert last["drafted_tokens"] >= last["accepted_tokens"] >= 0
+
+
+def test_request_log_category_is_the_domain_the_request_names(servers: dict[str, Any]) -> None:
+    """What golden, monitor and drift read as the category is the request's metadata.domain (issue 32)."""
+    httpx.post(
+        servers["spec"] + "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "Log my domain"}], "max_tokens": 4, "temperature": 0,
+              "metadata": {"domain": "legal/nda", "tenant": "acme"}},
+        timeout=30,
+    )  # fmt: skip
+    rows = [json.loads(line) for line in Path(servers["log"]).read_text().splitlines()]
+    last = rows[-1]
+    assert last["category"] == last["domain"] == "legal/nda" and last["endpoint"] == "chat"
+    assert last["tenant"] == "acme"
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from specmeter.cli import bench, compat, demo, distill, doctor, select, train, tune, whatif
 from specmeter.cli import compare as compare_cmd
@@ -21,11 +22,27 @@ from specmeter.cli import roi as roi_cmd
 from specmeter.cli import runs as runs_cmd
 from specmeter.cli import serve as serve_cmd
 from specmeter.cli import sweep as sweep_cmd
-from specmeter.cli.common import err_console
+from specmeter.cli.common import err_console, fail
 from specmeter.cli.options import refuse_repeated_options, writes_files
 from specmeter.exitcodes import EXIT_INTERRUPTED, help_epilog
 
+
+class _Specmeter(TyperGroup):
+    """The root command: ``bundled:NAME`` arguments become the bundled model's or golden set's path before
+    any option is parsed (``bundled.names``), so every path option of every command takes them."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: typer's own click Context
+        from specmeter.bundled.names import BundledNameError, resolve_bundled_args
+
+        try:
+            args = resolve_bundled_args(args)
+        except BundledNameError as e:
+            fail(str(e))
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
+    cls=_Specmeter,
     name="specmeter",
     help="Does speculative decoding pay off on your traffic? Acceptance, real speedup, jitter, memory.",
     no_args_is_help=True,

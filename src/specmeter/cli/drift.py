@@ -118,7 +118,7 @@ def drift(
     """Compare α and τ per domain between a window and a reference; exit 1 on a significant drop, 3 when
     there is nothing to compare."""
     from specmeter.monitoring.domains import group_key
-    from specmeter.monitoring.drift import compare_windows
+    from specmeter.monitoring.drift import align_domains, compare_windows
     from specmeter.monitoring.durations import parse_seconds
     from specmeter.monitoring.requestlog import FieldMapError, parse_fields
     from specmeter.monitoring.view_drift import render_drift, when
@@ -176,6 +176,7 @@ def drift(
         fail("the current window holds no request: nothing to compare", code=EXIT_NOTHING_TO_COMPARE)
     if not reference_obs:
         fail(f"the reference ({ref_name}) holds no request: nothing to compare", code=EXIT_NOTHING_TO_COMPARE)
+    reference_obs, current = align_domains(reference_obs, current)  # legal vs legal/… (docs/monitoring.md)
     rows = compare_windows(reference_obs, current, level=level, min_requests=min_requests)
     only = sorted({group_key(*r.group) for r in current} ^ {group_key(*r.group) for r in reference_obs})
     render_drift(rows, start=start, end=end, current=len(current), reference_name=ref_name,

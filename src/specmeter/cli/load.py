@@ -146,6 +146,12 @@ def load(
         help=f"Per-chunk token counts asked of the server: {_choices(ChunkCounts)} (auto: the cheapest for "
         "its kind; none: final usage only).",
     ),
+    domain_metadata: bool = typer.Option(
+        LoadConfig.domain_metadata,
+        "--domain-metadata/--no-domain-metadata",
+        help="Send each prompt's category as the request's metadata.domain (chat and completions APIs; "
+        "serve --log records it as the request's domain).",
+    ),
     api: str = typer.Option(
         LoadConfig.api,
         help=f"{_choices(Api)} (auto: chat prompts → chat API; messages: Anthropic /v1/messages).",
@@ -210,6 +216,7 @@ def load(
         seed=seed,
         request_seeds=request_seeds,
         chunk_counts=chunk_counts,
+        domain_metadata=domain_metadata,
         api=api,
         baseline_model=baseline_model,
         k=k,

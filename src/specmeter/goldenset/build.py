@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specmeter.goldenset.categorize import CategoryRules, categorize
+from specmeter.goldenset.categorize import CategoryRules, categorize, field_value
 from specmeter.goldenset.dedupe import dedupe
 from specmeter.goldenset.formats import LogPrompt, Problem, read_prompts
 from specmeter.goldenset.lengths import compare_lengths
@@ -81,6 +81,11 @@ class GoldenReport:
     scrubbed: dict[str, int] | None
     lengths: dict[str, Any]
     config: dict[str, Any] = field(default_factory=dict)
+    # --category-field given: usable prompts whose record lacks that field (categorised by the rules' or the
+    # default category instead); 0 without the option.
+    field_missing: int = 0
+    category_field: str | None = None
+    rules: bool = False  # categories fell back to --rules (else to "uncategorised")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +108,7 @@ class GoldenReport:
             "excluded_by_mix": self.excluded,
             "scrubbed": self.scrubbed,
             "lengths": self.lengths,
+            "category_field_missing": self.field_missing,
         }
 
 
@@ -165,6 +171,8 @@ def build_golden(config: GoldenConfig) -> GoldenReport:
             read.problems,
         )
     categories = [categorize(p, category_field=config.category_field, rules=config.rules) for p in prompts]
+    path = config.category_field
+    missing = 0 if path is None else sum(1 for p in prompts if field_value(p.record, path) is None)
     contents = [p.content for p in prompts]
     # With --scrub, duplicates are judged on scrubbed text: prompts that differ only in an e-mail address
     # or a phone number are the same prompt for a golden set (a throw-away scrubber: not counted).
@@ -251,4 +259,7 @@ def build_golden(config: GoldenConfig) -> GoldenReport:
         excluded=excluded,
         scrubbed={k: scrubber.counts[k] for k in SCRUB_KINDS} if scrubber is not None else None,
         lengths=lengths,
+        field_missing=missing,
+        category_field=path,
+        rules=config.rules is not None,
     )

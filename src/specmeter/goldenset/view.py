@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from specmeter.goldenset.build import GoldenReport
+from specmeter.goldenset.categorize import UNCATEGORISED
 from specmeter.safetext import markup
 from specmeter.workloads.loader import MAX_LISTED_PROBLEMS
 
@@ -52,6 +53,13 @@ def render_golden(report: GoldenReport, console: Console) -> None:
             *(_n(row[k]) for k in ("usable", "exact_duplicates", "near_duplicates", "unique", "written")),
         )
     console.print(table)
+    if report.field_missing:
+        fallback = "the --rules" if report.rules else f"'{UNCATEGORISED}'"
+        field, missing = markup(str(report.category_field)), _n(report.field_missing)
+        console.print(
+            f"[yellow]warning:[/] --category-field {field}: {missing} of {_n(report.usable)} usable prompts "
+            f"have no such field; they were categorised by {fallback}"
+        )
     for key, (wanted, got) in report.shortfalls.items():
         console.print(
             f"[yellow]warning:[/] {markup(key)}: {wanted} wanted, only {got} unique prompts available"

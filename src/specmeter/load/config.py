@@ -166,6 +166,7 @@ class LoadConfig:
     seed: int = 0  # Poisson arrivals; request i carries seed + i only with request_seeds
     request_seeds: bool = False
     chunk_counts: ChunkCounts = "auto"  # the per-chunk token count asked of the server (loadrequests)
+    domain_metadata: bool = True  # OpenAI APIs: each request's golden-set category as metadata.domain
     api: Api = "auto"  # messages: Anthropic's /v1/messages
     model: str | None = None
     baseline_model: str | None = None
@@ -256,6 +257,7 @@ class LoadConfig:
             "seed": self.seed,
             "request_seeds": self.request_seeds,
             "chunk_counts": self.chunk_counts,
+            "domain_metadata": self.domain_metadata,
             "api": self.api,
             "model": self.model,
             "baseline_model": self.baseline_model,

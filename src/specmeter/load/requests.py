@@ -17,6 +17,12 @@ request field costs"). So a request carries only what correct counting needs:
   server kind that is cheapest to produce; ``none`` sends nothing extra and the client spreads the final
   usage over the chunks (``usage_distributed``: TTFT, chunk gaps and TPOT stay exact, per-token gaps become
   approximate).
+- ``metadata.domain`` (``--domain-metadata``, on by default; chat and completions APIs only): the prompt's
+  golden-set category, a few bytes, so a server's request log (``serve --log``) knows each request's domain.
+  Servers without the field ignore it (vLLM's ``OpenAIBaseModel`` logs each ignored field at warning
+  level, one line per request, vllm/entrypoints/openai/protocol.py); ``--no-domain-metadata`` leaves it
+  out. Not sent on the Messages API, whose ``metadata`` takes ``user_id`` only, nor for a golden set
+  without categories.
 - ``seed`` only with ``--request-seeds``: it makes sampled outputs repeatable, but on vLLM a seeded request
   gets its own generator and leaves the batched sampling path, so it is opt-in.
 
@@ -37,7 +43,7 @@ from specmeter.load.client import StreamRequest
 from specmeter.load.config import ChunkCounts, Endpoint, LoadConfig
 from specmeter.monitoring.adapters import ServerKind
 from specmeter.wire.messages import messages_payload
-from specmeter.workloads.loader import Prompt
+from specmeter.workloads.loader import DEFAULT_CATEGORY, Prompt
 from specmeter.workloads.render import plain_chat_text, turn_id, turn_messages
 
 __all__ = [
@@ -113,6 +119,14 @@ def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[s
             stream_options.update(value)
         else:
             payload[name] = value
-    payload.update(cfg.extra_body)
+    extra = dict(cfg.extra_body)
+    if cfg.domain_metadata and prompt.category != DEFAULT_CATEGORY:
+        # The golden set's category travels with the request (serve --log writes it as the domain); an
+        # --extra-body metadata object keeps its own keys beside it.
+        given = extra.get("metadata")
+        payload["metadata"] = {"domain": prompt.category, **(given if isinstance(given, Mapping) else {})}
+        if isinstance(given, Mapping):
+            del extra["metadata"]
+    payload.update(extra)
     path = "/v1/chat/completions" if chat else "/v1/completions"
     return StreamRequest(turn_id(prompt.id, turn), prompt.category, ep.url + path, payload)

@@ -24,19 +24,31 @@ request-level p-value only so that the difference can be seen.
 Several domains and two metrics make several tests; p-values are adjusted with Holm's step-down method
 (which controls the family-wise error rate at the chosen level), and a change is *significant* when the
 adjusted p-value is below the level. A side with fewer than ``min_requests`` requests is not tested.
+
+**Sub-categories match by prefix** (:func:`align_domains`): a log's ``legal`` is compared with a stored
+run's ``legal/definitions`` and ``legal/obligations`` together (and the other way round) when the other
+window has no domain of that exact name.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from specmeter.monitoring.domains import group_key
 from specmeter.monitoring.requestlog import RequestObs
 
-__all__ = ["DriftRow", "TestResult", "compare_windows", "holm", "pooled_token_test", "ratio_test"]
+__all__ = [
+    "DriftRow",
+    "TestResult",
+    "align_domains",
+    "compare_windows",
+    "holm",
+    "pooled_token_test",
+    "ratio_test",
+]
 
 Metric = Literal["alpha", "tau"]
 
@@ -125,6 +137,35 @@ class DriftRow:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _parents(domain: str) -> list[str]:
+    """``legal/nda/us`` → ``["legal/nda", "legal"]``: the domains a sub-category belongs to, nearest first."""
+    parts = domain.split("/")
+    return ["/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+
+
+def align_domains(
+    reference: Sequence[RequestObs], current: Sequence[RequestObs]
+) -> tuple[list[RequestObs], list[RequestObs]]:
+    """Both windows with sub-categories matched by prefix: a request whose (domain, tenant) the other window
+    lacks is counted under its nearest parent domain that the other window has (``legal/nda`` → ``legal``,
+    split at ``/``; ``select --mix``'s rule). So a log that names the domain (``legal``) is compared with a
+    stored run on a golden set of sub-categories (``legal/definitions``, ``legal/nda``), in either
+    direction; a domain present in both windows is never merged into its parent."""
+    groups = ({r.group for r in reference}, {r.group for r in current})
+
+    def relabel(side: Sequence[RequestObs], other: set[tuple[str, str | None]]) -> list[RequestObs]:
+        out = []
+        for r in side:
+            if r.group not in other:
+                parent = next((p for p in _parents(r.domain) if (p, r.tenant) in other), None)
+                if parent is not None:
+                    r = replace(r, domain=parent)
+            out.append(r)
+        return out
+
+    return relabel(reference, groups[1]), relabel(current, groups[0])
 
 
 def _groups(requests: Iterable[RequestObs]) -> dict[tuple[str, str | None], list[RequestObs]]:

@@ -305,7 +305,7 @@ def request_row(run_label: str, draft: str | None, k: int, record: RequestRecord
         "draft": draft,
         "k": k,
         "id": record.id,
-        "category": record.category,
+        "category": record.category or None,  # serve's log: null when the request named no domain
         "prompt_tokens": record.prompt_tokens,
         "output_tokens": record.output_tokens,
         "latency_ms": _ms(record.latency_s),

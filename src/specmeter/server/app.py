@@ -118,9 +118,11 @@ class _Server:
             return
         queued = (job.started or job.arrival) - job.arrival
         # Times from the request's arrival, queueing included: what the client lived through.
+        # The log's category is what golden, monitor and drift read as the request's domain: the one its
+        # metadata names (empty, written as null, when it names none); the endpoint has its own field.
         record = RequestRecord(
             id=job.request_id,
-            category=job.kind,
+            category=str(job.log.get("domain") or ""),
             prompt_tokens=len(job.prompt_ids),
             output_tokens=len(result.output_ids),
             latency_s=queued + result.latency_s,
@@ -132,7 +134,7 @@ class _Server:
             finish_reason=result.finish_reason,
         )
         # Wall-clock end of the request, then what the request said about itself (docs/monitoring.md).
-        extra = {"time": round(time.time(), 3), **job.log}
+        extra = {"time": round(time.time(), 3), "endpoint": job.kind, **job.log}
         self.sink.write("serve", self.engine.draft_name, self.engine.k, record, extra=extra)
 
     def authorize(self, request: Request, *, x_api_key: bool = False) -> None:

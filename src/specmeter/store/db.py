@@ -313,6 +313,14 @@ class RunStore:
             return int(row[0])
         raise StoreError(f"run {ref!r}: expected a run id, latest, latest~N, or a result JSON file")
 
+    def newest_with_slot(self, slot: str) -> int | None:
+        """The newest run holding requests of ``slot`` (``draft@k=4``), or None."""
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT run_id FROM requests WHERE slot = ? ORDER BY run_id DESC LIMIT 1", (slot,)
+            ).fetchone()
+        return None if row is None else int(row[0])
+
     def result(self, run_id: int) -> dict[str, Any]:
         """The run's result dict; StoreError (one line naming the run) when its row is not a JSON object."""
         with self._reading() as conn:

@@ -19,6 +19,8 @@ def stored_observations(path: Path, ref: str, slot: str | None) -> list[RequestO
         with RunStore(path, create=False) as db:
             run_id = db.resolve(ref)
             requests = db.requests(run_id)
+            kind = db.run_info(run_id).kind
+            holder = db.newest_with_slot(slot) if slot is not None else None
     except StoreError as e:
         raise StoreError(f"--reference: {e}") from None
     slots = sorted({r.slot for r in requests if r.draft is not None})
@@ -28,7 +30,16 @@ def stored_observations(path: Path, ref: str, slot: str | None) -> list[RequestO
                              f"({', '.join(slots)}); pick one with --slot")  # fmt: skip
         slot = slots[0]
     elif slot not in slots:
-        raise StoreError(f"--slot: {slot!r} is not a run of {ref} (runs: {', '.join(slots) or 'none'})")
+        which = f"run {run_id}, a {kind} run" if ref.strip() != str(run_id) else f"a {kind} run"
+        hint = (
+            f"; the newest run holding it is run {holder}: --reference {holder}"
+            if holder is not None
+            else "; no stored run holds it (see `specmeter runs list`)"
+        )
+        raise StoreError(
+            f"--slot: {slot!r} is not a run of {ref} ({which} of {', '.join(slots) or 'no speculative run'})"
+            f"{hint}"
+        )
     out = []
     for i, r in enumerate(x for x in requests if x.slot == slot):
         steps = [s for s in r.record.steps if s.drafted >= 1]
