@@ -29,7 +29,10 @@ from specmeter.server.local_engine import LocalEngine
 
 runner = CliRunner()
 
-REPEATING = "The Supplier shall indemnify the Customer. The Supplier shall indemnify the Customer. The"
+# On the session's tiny target (greedy, 40 tokens): outputs that loop, which a lookup copies, and one that
+# does not (n-gram drafts nothing there).
+REPEATING = "To reset the device, hold the power button. To reset the device, hold the"
+LOOPING = "The Supplier shall indemnify the Customer against"
 PLAIN = "Preheat the oven"
 
 
@@ -47,7 +50,7 @@ def served(
         yield {"spec": s.url, "base": b.url, "log": log, "engine": spec, "method": request.param}
 
 
-def _complete(url: str, prompt: str, max_tokens: int = 24) -> dict[str, Any]:
+def _complete(url: str, prompt: str, max_tokens: int = 40) -> dict[str, Any]:
     body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
     response = httpx.post(url + "/v1/completions", json=body, timeout=60)
     assert response.status_code == 200, response.text
@@ -71,7 +74,7 @@ def test_monitor_windows_from_metrics_agree_with_the_responses(served: dict[str,
     url = served["spec"]
     tracker = WindowTracker(url)
     assert tracker.observe(_scrape(url)) is None
-    reports = [_complete(url, p)["metrics"]["speculative_decoding"] for p in (REPEATING, PLAIN, REPEATING)]
+    reports = [_complete(url, p)["metrics"]["speculative_decoding"] for p in (REPEATING, PLAIN, LOOPING)]
     window = tracker.observe(_scrape(url))
     assert window is not None and window.acceptance is not None and window.error is None
     a = window.acceptance
