@@ -56,7 +56,8 @@ def bench_run(tiny: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     result = invoke(
         "bench", "--target", tiny.target, "--prompts", write_prompts(root / "p.jsonl"),
         "--draft", "ngram:max=3,min=2", "--draft", "suffix", "--draft", "layers:n=2", "--draft", tiny.draft,
-        "--k", "3", "--max-tokens", "24", "--cost-repeats", "1", "--json", out["json"], "--csv", out["csv"], "--store", out["store"],
+        "--k", "3", "--max-tokens", "24", "--cost-repeats", "1",
+        "--json", out["json"], "--csv", out["csv"], "--store", out["store"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     return {**out, "output": result.output, "data": json.loads(out["json"].read_text())}

@@ -141,9 +141,10 @@ def load_models(cfg: MeasureConfig) -> tuple[LoadedModel, list[LoadedModel | Met
         if isinstance(candidate, MethodSpec):
             drafts.append(load_method(candidate, target))  # the target's own tokenizer
             continue
-        d = load(candidate, names[candidate])
+        path = Path(candidate)  # the config made every other candidate a Path
+        d = load(path, names[path])
         reason = tokenizer_mismatch(target.tokenizer, d.tokenizer)
         if reason:
-            raise tokenizer_refusal(candidate, reason)
+            raise tokenizer_refusal(path, reason)
         drafts.append(d)
     return target, drafts

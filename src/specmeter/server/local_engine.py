@@ -92,7 +92,7 @@ class LocalEngine:
     def load(
         cls,
         target: Path,
-        draft: Path | MethodSpec | None,
+        draft: Path | str | MethodSpec | None,
         k: int,
         *,
         model_name: str | None = None,
@@ -127,8 +127,8 @@ class LocalEngine:
                 proposer = make_proposer(draft, loaded)
             except (MethodSpecError, ValueError) as e:
                 raise ModelDirError(f"--draft {draft.label}: {e}") from None
-        elif speculates and draft is not None:
-            proposer = one(draft)
+        elif speculates and isinstance(draft, str | Path):
+            proposer = one(Path(draft))  # a directory (a library caller's str too)
         return cls(loaded, proposer, k, model_name=model_name, schedule=schedule)
 
     def encode_text(self, text: str) -> list[int]:

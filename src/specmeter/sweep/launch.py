@@ -141,10 +141,10 @@ def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: s
     keys under vLLM's names then replace ``method`` and the model (``methods.vllm_speculative_config``)."""
     parsed = _method_spec(draft)
     if parsed is not None:
-        cfg = vllm_speculative_config(parsed, k if schedule is None else max(1, schedule.max_k))
+        method_cfg = vllm_speculative_config(parsed, k if schedule is None else max(1, schedule.max_k))
         if schedule is not None:
-            cfg["num_speculative_tokens_per_batch_size"] = schedule.to_json()
-        return json.dumps(cfg)
+            method_cfg["num_speculative_tokens_per_batch_size"] = schedule.to_json()
+        return json.dumps(method_cfg)
     if schedule is not None:
         return json.dumps(schedule.vllm_config(method, draft))
     cfg: dict[str, Any] = {"method": method}
