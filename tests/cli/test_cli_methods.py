@@ -218,3 +218,29 @@ def test_tune_and_batched_bench_take_a_method(tiny: Any, tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     for c in json.loads(batched.read_text())["candidates"]:
         assert c["method"]["model_free"] is True and c["summary"]["requests"] == len(PROMPTS)
+
+
+def test_whatif_times_self_speculation_and_plan_takes_a_model_free_method(tiny: Any, tmp_path: Path) -> None:
+    out = tmp_path / "whatif.json"
+    result = invoke(
+        "whatif", "--target", tiny.target, "--prompts", write_prompts(tmp_path / "p.jsonl"),
+        "--draft", "layers:n=2", "--alpha", "0.5", "--k", "2", "--limit", "2", "--max-tokens", "6",
+        "--cost-repeats", "1", "--json", out, "--no-store", "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    draft = json.loads(out.read_text())["whatif"]["draft"]
+    assert draft["name"] == "layers:n=2" and draft["method"] == "layers:n=2"
+    assert draft["extra_weight_bytes"] == 0 and draft["kv_bytes_per_token"] > 0
+    plain = invoke("plan", "--target", tiny.target, "--dtype", "bf16", "--json", tmp_path / "a.json")
+    ngram = invoke(
+        "plan", "--target", tiny.target, "--draft", "ngram", "--dtype", "bf16", "--json", tmp_path / "b.json"
+    )
+    assert plain.exit_code == 0 and ngram.exit_code == 0, ngram.output
+    assert "adds no accelerator memory" in ngram.stderr
+    assert json.loads((tmp_path / "a.json").read_text()) == json.loads((tmp_path / "b.json").read_text())
+    assert_usage_error(
+        invoke("plan", "--target", tiny.target, "--draft", "ngram:n=2"), "--draft: ngram: unknown key 'n'"
+    )
+    assert_usage_error(
+        invoke("plan", "--target", tiny.target, "--draft", "layers"), "--draft layers:n=2: plan sizes"
+    )
