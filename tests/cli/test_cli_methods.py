@@ -244,3 +244,22 @@ def test_whatif_times_self_speculation_and_plan_takes_a_model_free_method(tiny: 
     assert_usage_error(
         invoke("plan", "--target", tiny.target, "--draft", "layers"), "--draft layers:n=2: plan sizes"
     )
+
+
+def test_compare_pairs_a_method_across_two_stored_runs(bench_run: dict[str, Any], tiny: Any) -> None:
+    """The same methods benched again into the same store: compare pairs them by label and k, and greedy
+    decoding makes the acceptance identical."""
+    again = invoke(
+        "bench", "--target", tiny.target, "--prompts", bench_run["root"] / "p.jsonl",
+        "--draft", "ngram:min=2,max=3", "--draft", "suffix", "--k", "3", "--max-tokens", "24",
+        "--cost-repeats", "1", "--store", bench_run["store"], "--quiet",
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+    out = bench_run["root"] / "cmp.json"
+    res = invoke(
+        "compare", "1", "2", "--store", bench_run["store"], "--resamples", "200", "--fail-on", "alpha=0.05",
+        "--json", out,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    blocks = {b["candidate"] for b in json.loads(out.read_text())["blocks"]}
+    assert {"ngram:min=2,max=3@k=3", "suffix@k=3"} <= blocks
