@@ -18,7 +18,7 @@ import torch
 from specmeter.engine.base import CausalLM
 from specmeter.engine.costs import measure_cost_curve
 from specmeter.engine.loader import LoadedModel
-from specmeter.engine.proposer import Proposer
+from specmeter.engine.proposer import DraftModelProposer, Proposer
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
 from specmeter.metrics.records import CostCurve, ModelInfo, RequestRecord, RunRecord, run_label
@@ -146,12 +146,13 @@ def measure_costs(state: RunState[LoadedModel], context: Sequence[int], repeats:
 
 
 def forward_model(draft: CausalLM | Proposer) -> CausalLM | None:
-    """The model whose forwards a candidate runs (a draft model, ``layers:n``'s first layers), or None for a
-    model-free method. A proposer that runs a model exposes it as ``model`` (``DraftModelProposer``)."""
+    """The model whose forwards the cost curve times as t_D(1): a draft model, or the one a
+    ``DraftModelProposer`` wraps (``layers:n``'s first layers); None for any other proposer (model-free
+    methods: t_D(1) = 0). A proposer that runs a model of another shape (an EAGLE head) needs its own timing
+    here before its E_cal can be trusted; E_meas times it end to end either way."""
     if not isinstance(draft, Proposer):
         return draft
-    model = getattr(draft, "model", None)
-    return None if model is None or isinstance(model, Proposer) else model
+    return draft.model if isinstance(draft, DraftModelProposer) else None
 
 
 def run_interleaved(

@@ -71,7 +71,9 @@ def method_info(spec: MethodSpec, target: ModelInfo, proposer: Proposer) -> Mode
     A proposer that runs a model (``layers:n``, an EAGLE head) keeps that model's facts (what one of its
     forwards reads); a model-free one has no weights, no layers and no KV cache.
     """
-    model_info = getattr(getattr(proposer, "model", None), "info", None)
+    # The facts of the model it runs: ``info`` on the proposer (an EAGLE head may put it there), else on
+    # the model a DraftModelProposer wraps.
+    model_info = getattr(proposer, "info", None) or getattr(getattr(proposer, "model", None), "info", None)
     head = model_info if isinstance(model_info, ModelInfo) else None
     try:
         extra = spec.extra_memory(target, head)
