@@ -63,9 +63,11 @@ def test_demo_quick_tells_the_story(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["quick"] is True
     rows = summary["rows"]
-    assert {(r["domain"], r["draft"]) for r in rows} == {(d, n) for d in ("general", "legal") for n in DRAFTS}
+    names = (*DRAFTS, "ngram:min=5,max=5", "suffix")
+    assert {(r["domain"], r["draft"]) for r in rows} == {(d, n) for d in ("general", "legal") for n in names}
     for r in rows:
-        assert r["drafted_tokens"] > 0 and 0.0 <= r["alpha"] <= 1.0
+        if r["draft"] in DRAFTS:
+            assert r["drafted_tokens"] > 0 and 0.0 <= r["alpha"] <= 1.0
         matched, total = r["outputs_matched"]
         assert total > 0 and matched == total  # greedy speculative output equals target-only output
     assert set(summary["winners"]) == {"general", "legal"}
@@ -75,7 +77,21 @@ def test_demo_quick_tells_the_story(tmp_path: Path) -> None:
     compat = json.loads((out / "compat.json").read_text())
     assert [p["verdict"] for p in compat["pairs"]] == ["compatible"] * 3
     assert "winner on legal" in result.stdout
+    _check_methods_section(summary, result.stdout)
     _check_load_section(summary, out, result.stdout)
+
+
+def _check_methods_section(summary: dict[str, Any], stdout: str) -> None:
+    """The method × domain table and the recommendation across methods (issue 26, item 5)."""
+    methods = summary["methods"]
+    table = {(r["domain"], r["draft"]): r for r in methods["table"]}
+    for domain in ("general", "legal"):
+        assert table[(domain, "suffix")]["method"] == "suffix"
+        assert table[(domain, "ngram:min=5,max=5")]["extra_memory_bytes"] == 0
+        assert table[(domain, "draft-legal")]["extra_memory_bytes"] > 0
+    assert set(methods["by_domain"]) == {"general", "legal"}
+    assert set(methods["memory"]) == {*DRAFTS, "ngram:min=5,max=5", "suffix"}
+    assert "methods × domains" in stdout and "recommendation for" in stdout
 
 
 def _check_load_section(summary: dict[str, Any], out: Path, stdout: str) -> None:

@@ -50,11 +50,16 @@ SEED_ROI = {
 }
 
 
-# The golden-set benches: the first 80 prompts of each set (its order interleaves the sub-categories, so
-# that is 16 per general and 8 per legal category) × 48 tokens, and the tune sweep on 24 legal prompts:
-# with the load section about 9 minutes on a 2-core machine that decodes the bundled target at ~100
-# tokens/s (150 prompts × 64 tokens took 15 minutes there; on a machine twice as fast, 6 min 48 s).
-BENCH_PROMPTS, BENCH_TOKENS, TUNE_PROMPTS = 80, 48, 24
+# The golden-set benches: the first 60 prompts of each set (its order interleaves the sub-categories, so
+# that is 12 per general and 6 per legal category) × 48 tokens, and the tune sweep on 24 legal prompts.
+# With 80 prompts and the drafts alone the demo took about 9 minutes on a 2-core machine that decodes the
+# bundled target at ~100 tokens/s (150 prompts × 64 tokens took 15 minutes there). The two model-free
+# methods add two runs per prompt, each about as long as the baseline's (+49% of the benches' decode time
+# in a --quick run), so the benches take 60 prompts: 2 × 60 × 6 runs against 2 × 80 × 4 before.
+BENCH_PROMPTS, BENCH_TOKENS, TUNE_PROMPTS = 60, 48, 24
+# Model-free methods benched beside the drafts (docs/methods.md), at their engines' defaults: vLLM's n-gram
+# lookup and ArcticInference's suffix decoding. They need no weights and no training.
+DEMO_METHODS = ("ngram", "suffix")
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,8 @@ def _bench(
 
 
 def _rows(domain: str, result: dict[str, Any], matched: dict[str, list[int]]) -> list[dict[str, Any]]:
+    from specmeter.methods import method_of_entry
+
     rows = []
     for c in result["candidates"]:
         s = c["summary"]
@@ -122,12 +129,15 @@ def _rows(domain: str, result: dict[str, Any], matched: dict[str, list[int]]) ->
             {
                 "domain": domain,
                 "draft": c["draft"],
-                "candidate": CANDIDATE_LETTER.get(c["draft"], "?"),
+                "candidate": CANDIDATE_LETTER.get(c["draft"], "·"),  # a method: its label says it
+                "method": method_of_entry(c),
                 "k": c["k"],
                 "alpha": s["acceptance_rate"],
                 "alpha_ci": s["acceptance_rate_ci"],
                 "drafted_tokens": s["drafted_tokens"],
                 "tau": s["acceptance_length"],
+                "tau_ci": s.get("acceptance_length_ci"),
+                "extra_memory_bytes": s.get("extra_memory_bytes"),
                 "speedup_measured": s["speedup_measured"],
                 "speedup_measured_ci": s["speedup_measured_ci"],
                 "speedup_calibrated": s["speedup_calibrated"],
@@ -202,9 +212,11 @@ def run_demo(
     matches: dict[str, dict[str, list[int]]] = {}
     measured: dict[str, Measurement] = {}
     for domain in ("general", "legal"):
-        reporter.note(f"\nbench {domain} golden set: baseline, A, B, C (greedy, k=4)")
+        reporter.note(
+            f"\nbench {domain} golden set: baseline, A, B, C, {', '.join(DEMO_METHODS)} (greedy, k=4)"
+        )
         cfg = MeasureConfig(
-            target=target, drafts=drafts, prompts=bundled_prompts(domain), k=[4],
+            target=target, drafts=[*drafts, *DEMO_METHODS], prompts=bundled_prompts(domain), k=[4],
             max_tokens=32 if quick else BENCH_TOKENS, limit=8 if quick else BENCH_PROMPTS,
             json_out=out / f"{domain}.json", csv_out=out / f"{domain}.csv", log_out=out / f"{domain}.jsonl",
             cost_repeats=3 if quick else 9, kind="bench", store=store, threads=threads,
@@ -215,7 +227,11 @@ def run_demo(
             return DemoOutcome(None, code, results)
 
     rows = [row for d, r in results.items() for row in _rows(d, r, matches[d])]
-    legal = [r for r in rows if r["domain"] == "legal" and r["speedup_measured"] is not None]
+    # The k sweep and the batching section take the best legal *draft* (a model directory).
+    legal = [
+        r for r in rows
+        if r["domain"] == "legal" and r["speedup_measured"] is not None and r["draft"] in CANDIDATE_LETTER
+    ]  # fmt: skip
     best_legal = max(legal, key=lambda r: r["speedup_measured"]) if legal else None
     tune_result = None
     if best_legal is not None:
@@ -255,11 +271,45 @@ def run_demo(
     roi = _roi(best_legal["speedup_measured"] if best_legal else None)
     write_json_atomic(out / "roi.json", roi, marker="demo-roi")
     summary = summarize_demo(rows, results, tune_result, roi, quick=quick, load=load)
+    summary["methods"] = methods_section(measured, rows)
     runs = {**results, **({"tune-legal": tune_result} if tune_result else {}), **batch_runs}
     # How quiet the machine was during each run (the hygiene section of its result).
     summary["machine"] = {name: (r.get("hygiene") or {}).get("verdict") for name, r in runs.items()}
     write_json_atomic(out / "summary.json", summary)
     return DemoOutcome(summary, strict_exit(runs, reporter) if strict else EXIT_OK, runs)
+
+
+def methods_section(measured: dict[str, Measurement], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The method × domain table and the per-domain recommendation across methods: ``select --mix``'s
+    analysis (``selection.select_analysis``) over both golden sets at once, each domain weighted equally;
+    every candidate is paired with the baseline of its own domain's bench."""
+    from dataclasses import replace
+
+    from specmeter.selection.select_analysis import analyse_select
+
+    benches = list(measured.values())
+    baselines = [m.state.baseline_run() for m in benches]
+    base = replace(baselines[0], requests=tuple(r for b in baselines for r in b.requests))
+    runs = []
+    for c in benches[0].state.candidates:
+        parts = [
+            m.state.candidate_run(i)
+            for m in benches
+            for i, o in enumerate(m.state.candidates)
+            if (o.draft.info.name, o.k) == (c.draft.info.name, c.k)
+        ]
+        runs.append(replace(parts[0], requests=tuple(r for p in parts for r in p.requests)))
+    select = analyse_select(base, runs, {domain: 1.0 for domain in measured})
+    keys = ("domain", "draft", "candidate", "method", "k", "alpha", "alpha_ci", "tau", "tau_ci",
+            "speedup_measured", "speedup_measured_ci", "extra_memory_bytes", "danger_zone")  # fmt: skip
+    return {
+        "table": [{key: r.get(key) for key in keys} for r in rows],
+        "by_domain": select["recommendation"]["by_domain"],
+        "router": select["recommendation"]["router"],
+        "single": select["recommendation"]["single"],
+        "lines": select["recommendation"]["lines"],
+        "memory": select["memory"],
+    }
 
 
 def strict_exit(runs: dict[str, dict[str, Any]], reporter: Reporter) -> int:
@@ -392,7 +442,11 @@ def story_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         )
     alpha_ag = a_general["alpha"] if a_general else None
     checks.append(_check("general: α(A) ≥ 0.60", alpha_ag, None if alpha_ag is None else alpha_ag >= 0.60))
-    legal = [r["speedup_measured"] for r in rows if r["domain"] == "legal" and r["speedup_measured"]]
+    legal = [
+        r["speedup_measured"]
+        for r in rows
+        if r["domain"] == "legal" and r["speedup_measured"] and r["draft"] in CANDIDATE_LETTER
+    ]
     best = max(legal) if legal else None
     checks.append(_check("legal: best E_meas ≥ 1.3x", best, None if best is None else best >= 1.3))
     matched = [r["outputs_matched"] for r in rows if r.get("outputs_matched") is not None]
@@ -413,7 +467,10 @@ def summarize_demo(
 ) -> dict[str, Any]:
     winners = {}
     for domain in results:
-        candidates = [r for r in rows if r["domain"] == domain and r["speedup_measured"] is not None]
+        candidates = [
+            r for r in rows
+            if r["domain"] == domain and r["speedup_measured"] is not None and r["draft"] in CANDIDATE_LETTER
+        ]  # fmt: skip  # the drafts' story; methods_section recommends across methods
         if candidates:
             best = max(candidates, key=lambda r: r["speedup_measured"])
             winners[domain] = {"draft": best["draft"], "candidate": best["candidate"], "k": best["k"],

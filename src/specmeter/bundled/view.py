@@ -13,10 +13,10 @@ from rich.table import Table
 from rich.text import Text
 
 from specmeter.economics.view_roi import payback_cell
-from specmeter.report.fmt import fmt_ci, fmt_num, fmt_pct, fmt_speedup
+from specmeter.report.fmt import fmt_bytes, fmt_ci, fmt_num, fmt_pct, fmt_speedup
 from specmeter.report.view import hygiene_line
 
-__all__ = ["print_machine", "render_load", "render_summary"]
+__all__ = ["print_machine", "render_load", "render_methods", "render_summary"]
 
 
 def print_machine(runs: dict[str, dict[str, Any]], console: Console) -> None:
@@ -71,11 +71,42 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
                 f"ROI with {label} ({fmt_num(r['speedup'])}×, instance price ×1.75): monthly cost "
                 f"{fmt_pct(-(r['savings_fraction'] or 0))}, payback {payback_cell(r['payback_months'])}"
             )
+    if summary.get("methods"):
+        render_methods(summary["methods"], console)
     console.print("\nchecks of the field report's story:")
     for c in summary["checks"]:
         mark = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[yellow]n/a[/]"}[c["passed"]]
         value = "" if c["measured"] is None else f" (measured {fmt_num(c['measured'], 3)})"
         console.print(f"  {mark}  {c['check']}{value}")
+
+
+def render_methods(methods: dict[str, Any], console: Console) -> None:
+    """The method × domain table (α, τ, E_meas with intervals, extra memory) and, per domain, the method
+    ``select --mix`` would route that domain's traffic to."""
+    table = Table(title="methods × domains — drafts and model-free methods (greedy, k=4)")
+    for col in ("method", "domain", "α [95% CI]", "τ [95% CI]", "E_meas [95% CI]", "extra memory"):
+        table.add_column(col)
+    for r in sorted(methods["table"], key=lambda r: (r["method"] == "draft_model", r["draft"], r["domain"])):
+        name = r["draft"] if r["method"] != "draft_model" else f"{r['candidate']} {r['draft']}"
+        table.add_row(
+            escape(name), r["domain"], f"{fmt_num(r['alpha'], 3)} {fmt_ci(r['alpha_ci'])}",
+            f"{fmt_num(r['tau'])} {fmt_ci(r.get('tau_ci'))}", _with_ci(r["speedup_measured"],
+            r["speedup_measured_ci"], True), fmt_bytes(r.get("extra_memory_bytes")),
+        )  # fmt: skip
+    console.print()
+    console.print(table)
+    for domain, pick in (methods.get("by_domain") or {}).items():
+        if pick is None:
+            console.print(
+                f"recommendation for [bold]{domain}[/]: no speculation (nothing beats the target alone)"
+            )
+        else:
+            console.print(
+                f"recommendation for [bold]{domain}[/]: {escape(str(pick['draft']))} at k={pick['k']} "
+                f"(E_meas {fmt_speedup(pick['speedup_measured'])})"
+            )
+    for line in methods.get("lines") or []:
+        console.print(f"  {escape(line)}", soft_wrap=True)
 
 
 def _matched(row: dict[str, Any]) -> str:

@@ -7,7 +7,6 @@ end, or with ``complete: false`` when the run is interrupted (Ctrl-C keeps every
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -21,9 +20,11 @@ from specmeter.measuring.config import BENCH_K
 @opt.measuring_command()
 def bench(
     draft: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            "--draft", help="Draft model directory; repeat for several (none for vLLM's ngram/mtp)."
+            "--draft",
+            help="Draft model directory or method spec (ngram:min=2,max=4, suffix, layers:n=2; "
+            "docs/methods.md); repeat for several (none for vLLM's ngram/mtp).",
         ),
     ] = None,
     k: Annotated[str, typer.Option("--k", help="Draft length, or a list such as 1,2,4,8.")] = ",".join(

@@ -20,11 +20,17 @@ import typer
 
 from specmeter.cli.common import check_outputs, console, fail
 from specmeter.exitcodes import EXIT_CANNOT_CHECK
+from specmeter.methods import MethodSpec, MethodSpecError, parse_candidate
 
 
 def compat(
     target: Path = typer.Argument(..., help="Target model directory (Hugging Face format)."),
-    draft: Path = typer.Argument(..., help="Draft model directory (Hugging Face format)."),
+    draft_name: str = typer.Argument(
+        ...,
+        metavar="DRAFT",
+        help="Draft model directory (Hugging Face format); a method spec (ngram, layers:n=2) has nothing "
+        "to compare.",
+    ),
     prompts: Path | None = typer.Option(
         None, "--prompts", help="Golden set to re-tokenize with both tokenizers (share identical)."
     ),
@@ -39,6 +45,18 @@ def compat(
     from specmeter.selection.view_compat import render_compat
     from specmeter.workloads import WorkloadError, load_workload
 
+    try:
+        method = parse_candidate(draft_name)
+    except MethodSpecError as e:
+        fail(f"DRAFT: {e}")
+    if isinstance(method, MethodSpec):  # n-gram, suffix, layers:n, an EAGLE head: the target's tokenizer
+        if not quiet:
+            console.print(
+                f"{method.label}: a method, not a draft model: it proposes the target's own tokens "
+                "(its tokenizer), so there is no tokenizer to compare; compatible."
+            )
+        raise typer.Exit(0)
+    draft = Path(draft_name)
     check_outputs(
         {"--json": json_out}, {"TARGET": target, "DRAFT": draft, "--prompts": prompts}, code=EXIT_CANNOT_CHECK
     )

@@ -15,14 +15,19 @@ from pathlib import Path
 
 import typer
 
-from specmeter.cli.common import check_outputs, console, fail
+from specmeter.cli.common import check_outputs, console, err_console, fail
 
 _FORMATS_HELP = "Weight formats to plan, from fp32, bf16, fp8, nvfp4, int4 (comma-separated)."
 
 
 def plan(
     target: Path = typer.Option(..., "--target", help="Target model directory (or its config.json)."),
-    draft: Path | None = typer.Option(None, "--draft", help="Draft model directory (or its config.json)."),
+    draft_name: str | None = typer.Option(
+        None,
+        "--draft",
+        help="Draft model directory (or its config.json), or a model-free method spec (ngram, suffix: no "
+        "extra memory).",
+    ),
     formats: str = typer.Option("fp32,bf16,fp8,nvfp4,int4", "--dtype", help=_FORMATS_HELP),
     kv_dtype: str | None = typer.Option(
         None, "--kv-dtype", help="KV cache format: fp32, bf16, fp16, fp8 (default: follows the weights)."
@@ -49,10 +54,25 @@ def plan(
     )
     from specmeter.economics import plan as make_plan
     from specmeter.economics.plan import plan_dict
+    from specmeter.methods import MethodSpec, MethodSpecError, parse_candidate
     from specmeter.modeldir import ModelDirError
     from specmeter.report.files import write_json_atomic
     from specmeter.report.view_plan import render_plan
 
+    draft: Path | None = None
+    if draft_name is not None:
+        try:
+            parsed = parse_candidate(draft_name)
+        except MethodSpecError as e:
+            fail(f"--draft: {e}")
+        if isinstance(parsed, MethodSpec):
+            if not parsed.model_free:
+                fail(f"--draft {parsed.label}: plan sizes model directories and model-free methods only")
+            err_console.print(
+                f"{parsed.label}: a model-free method adds no accelerator memory; planning the target alone"
+            )
+        else:
+            draft = Path(draft_name)
     check_outputs({"--json": json_out}, {"--target": target, "--draft": draft, "--gpus": gpus})
     try:
         t = arch_from_config(target)

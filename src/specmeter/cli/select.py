@@ -7,7 +7,6 @@ not a run; the ranking itself is ``selection.select_analysis``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -20,7 +19,12 @@ from specmeter.measuring.config import SELECT_K
 @opt.measuring_command(vllm=False)
 def select(
     draft: Annotated[
-        list[Path], typer.Option("--draft", help="Candidate draft directory; repeat for several.")
+        list[str],
+        typer.Option(
+            "--draft",
+            help="Candidate: a draft directory or a method spec (ngram, suffix, layers:n=2; "
+            "docs/methods.md); repeat for several.",
+        ),
     ],
     k: Annotated[
         str, typer.Option("--k", help="Draft lengths to try with every draft, e.g. 2,4,8.")

@@ -25,8 +25,11 @@ def _is_loopback(host: str) -> bool:
 
 def serve(
     target: Path = typer.Option(..., "--target", help="Target model directory (Hugging Face format)."),
-    draft: Path | None = typer.Option(
-        None, "--draft", help="Draft model directory; omit for a baseline server."
+    draft_name: str | None = typer.Option(
+        None,
+        "--draft",
+        help="Draft model directory or method spec (ngram:min=2,max=4, suffix, layers:n=2; "
+        "docs/methods.md); omit for a baseline server.",
     ),
     k: int | None = typer.Option(
         None,
@@ -81,6 +84,15 @@ def serve(
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
 ) -> None:
     """Serve target (+ draft) with an OpenAI-compatible API, SSE streaming and Prometheus /metrics."""
+    from specmeter.methods import MethodSpec, MethodSpecError, parse_candidate
+
+    draft: Path | MethodSpec | None = None
+    if draft_name is not None:
+        try:
+            parsed = parse_candidate(draft_name)
+        except MethodSpecError as e:
+            fail(f"--draft: {e}")
+        draft = parsed if isinstance(parsed, MethodSpec) else Path(draft_name)
     if log_prompts and log is None:
         fail("--log-prompts needs --log FILE")
     if k is not None and k < 0:
@@ -116,7 +128,8 @@ def serve(
     from specmeter.engine.schedule import schedule_file
 
     given = schedule_file(k_schedule) if k_schedule and k_schedule.strip() else None  # a file, not JSON
-    check_outputs({"--log": log}, {"--target": target, "--draft": draft, "--k-schedule": given})
+    draft_dir = draft if isinstance(draft, Path) else None
+    check_outputs({"--log": log}, {"--target": target, "--draft": draft_dir, "--k-schedule": given})
     if not _is_loopback(host) and api_key is None:
         err_console.print(
             f"[yellow]warning:[/] binding {host} exposes the server beyond this machine without --api-key"

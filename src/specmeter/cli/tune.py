@@ -7,7 +7,6 @@ analysis (four speedups per k, predictions tested on a held-out k, best k per ca
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -20,7 +19,12 @@ from specmeter.measuring.config import TUNE_K_MAX
 @opt.measuring_command()
 def tune(
     draft: Annotated[
-        Path | None, typer.Option("--draft", help="Draft model directory (none for vLLM's ngram/mtp).")
+        str | None,
+        typer.Option(
+            "--draft",
+            help="Draft model directory or method spec (ngram, suffix, layers:n=2; docs/methods.md); "
+            "none for vLLM's ngram/mtp.",
+        ),
     ] = None,
     k_max: Annotated[
         int, typer.Option("--k-max", help="Largest draft length; the cost curve goes to k_max+1.")

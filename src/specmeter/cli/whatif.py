@@ -47,8 +47,11 @@ def _rates(text: str) -> list[float]:
 @opt.measuring_command()
 def whatif(
     draft: Annotated[
-        Path | None,
-        typer.Option("--draft", help="Draft model directory whose proposal cost is timed (or --standin)."),
+        str | None,
+        typer.Option(
+            "--draft",
+            help="Draft model directory (or layers:n=N) whose proposal cost is timed (or --standin).",
+        ),
     ] = None,
     standin: Annotated[
         float | None,

@@ -21,6 +21,7 @@ import torch
 from specmeter.engine.base import BatchedCausalLM
 from specmeter.engine.batched import SequenceRequest, decode_batch
 from specmeter.engine.loader import LoadedModel
+from specmeter.engine.proposer import Proposer
 from specmeter.engine.runner import PreparedPrompt, RunState, make_record
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation
@@ -96,6 +97,8 @@ def run_waves(
     if groups:  # warm-up: allocation and kernel selection at this batch size stay out of the numbers
         for slot in slots:
             run(slot, groups[0], 0, limit=8)
+            if slot.draft is not None and isinstance(slot.draft.model, Proposer):
+                slot.draft.model.forget()  # the warm-up's responses are not earlier requests (suffix)
     first, cut = 0, 0
     order = list(range(len(slots)))
     for w, group in enumerate(groups):

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 import torch
 
+from specmeter.engine.base import CausalLM
 from specmeter.engine.costs import measure_cost_curve
 from specmeter.engine.loader import LoadedModel
+from specmeter.engine.proposer import DraftModelProposer, Proposer
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
 from specmeter.metrics.records import CostCurve, ModelInfo, RequestRecord, RunRecord, run_label
@@ -127,9 +129,13 @@ def measure_costs(state: RunState[LoadedModel], context: Sequence[int], repeats:
     for c in state.candidates:
         name = c.draft.info.name
         if name not in state.cost_curves:
+            draft = forward_model(c.draft.model)
+            if draft is None:  # a model-free method runs no forward: t_D(1) = 0 (E_meas times its lookups)
+                state.cost_curves[name] = replace(curve, draft_s=0.0, draft_spread=0.0)
+                continue
             # t_D(1) in the loop's rhythm: groups of k draft forwards, k the largest this draft runs with.
             k = max(o.k for o in state.candidates if o.draft.info.name == name)
-            d = measure_cost_curve(state.target.model, c.draft.model, context, k + 1, repeats)
+            d = measure_cost_curve(state.target.model, draft, context, k + 1, repeats)
             state.cost_curves[name] = CostCurve(
                 target_s=curve.target_s,
                 draft_s=d.draft_s,
@@ -137,6 +143,16 @@ def measure_costs(state: RunState[LoadedModel], context: Sequence[int], repeats:
                 draft_spread=d.draft_spread,
                 repeats=repeats,
             )
+
+
+def forward_model(draft: CausalLM | Proposer) -> CausalLM | None:
+    """The model whose forwards the cost curve times as t_D(1): a draft model, or the one a
+    ``DraftModelProposer`` wraps (``layers:n``'s first layers); None for any other proposer (model-free
+    methods: t_D(1) = 0). A proposer that runs a model of another shape (an EAGLE head) needs its own timing
+    here before its E_cal can be trusted; E_meas times it end to end either way."""
+    if not isinstance(draft, Proposer):
+        return draft
+    return draft.model if isinstance(draft, DraftModelProposer) else None
 
 
 def run_interleaved(
@@ -159,6 +175,9 @@ def run_interleaved(
                 max_tokens=min(8, prompts[0].max_tokens), eos_ids=target.eos_ids,
                 generator=torch.Generator().manual_seed(seed),
             )  # fmt: skip
+        for c in state.candidates:  # the warm-up's response is not an earlier request (suffix decoding)
+            if isinstance(c.draft.model, Proposer):
+                c.draft.model.forget()
     k_max = max((c.k for c in state.candidates), default=0)
     for n, prompt in enumerate(prompts):
         shift = n % len(slots)

@@ -96,14 +96,17 @@ def run_bench_batched(
     ) -> None:
         contexts = [p.ids for p in prompts]
         for draft in {c.draft.info.name: c.draft for c in state.candidates}.values():
-            ks = [c.k for c in state.candidates if c.draft is draft]
-            slots = {c.k: i for i, c in enumerate(state.candidates) if c.draft is draft}
+            same = [c.draft.info.name == draft.info.name for c in state.candidates]
+            ks = [c.k for c, s in zip(state.candidates, same, strict=True) if s]
+            slots = {c.k: i for i, (c, s) in enumerate(zip(state.candidates, same, strict=True)) if s}
+            # A method's proposer learns from what it sees: the surface gets one of its own (``fresh``).
+            timed = draft.fresh() if hasattr(draft, "fresh") else draft
 
             def rates(k: int, slots: dict[int, int] = slots) -> list[float]:
                 return measured_rates(state.per_candidate.get(slots[k], []), k)
 
             samplers[draft.info.name] = SurfaceSampler(
-                state.target.model, draft.model, contexts, batches=surface_batches(batch), ks=[0, *ks],
+                state.target.model, timed.model, contexts, batches=surface_batches(batch), ks=[0, *ks],
                 rates=rates, max_tokens=max(p.max_tokens for p in prompts),
                 repeats=surface_steps(cfg.cost_repeats),
             )  # fmt: skip
@@ -166,6 +169,7 @@ def tune_batch_section(
     if not m.cfg.batch or not source.requests or m.interrupted:
         return None
     draft = m.drafts[0]
+    draft = draft.fresh() if hasattr(draft, "fresh") else draft  # a method's surface: a proposer of its own
     rates = measured_rates(source.requests, source.k)
     rates += [rates[-1] * 0.9 ** (i + 1) for i in range(k_max - len(rates))]  # beyond the source k
     surface: CostSurface

@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from specmeter.measuring.errors import MeasureError
 from specmeter.measuring.outputs import check_output_paths
+from specmeter.methods import MethodSpec, MethodSpecError, parse_candidate
 from specmeter.metrics.acceptance import K_MAX_LIMIT  # re-exported: the commands' k ceiling
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "TUNE_K_MAX",
     "MeasureConfig",
     "VllmOptions",
+    "parse_candidates",
 ]
 
 BACKENDS = ("native", "vllm")
@@ -59,6 +61,30 @@ def _one_of(option: str, value: str, choices: Sequence[str]) -> None:
 def _at_least(option: str, value: int | None, low: int) -> None:
     if value is not None and value < low:
         raise MeasureError(f"{option} must be >= {low}, got {value}")
+
+
+def parse_candidates(
+    drafts: Sequence[Path | str | MethodSpec], option: str = "--draft"
+) -> tuple[Path | MethodSpec, ...]:
+    """Each ``--draft``: a model directory (a Path) or a method spec (docs/methods.md), parsed once.
+
+    A bad spec is one MeasureError naming the option, the method and the key; the same spec twice (equal
+    labels) is refused, as its runs would share one key."""
+    out: list[Path | MethodSpec] = []
+    for d in drafts:
+        if isinstance(d, MethodSpec):
+            out.append(d)
+            continue
+        try:
+            parsed = parse_candidate(str(d))
+        except MethodSpecError as e:
+            raise MeasureError(f"{option}: {e}") from None
+        out.append(parsed if isinstance(parsed, MethodSpec) else Path(d))
+    labels = [c.label for c in out if isinstance(c, MethodSpec)]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise MeasureError(f"{option}: {label} is given twice")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -90,7 +116,9 @@ class MeasureConfig:
 
     target: Path
     prompts: Path | Sequence[Path]  # one golden set or several, combined file after file; kept as a tuple
-    drafts: Sequence[Path] = ()
+    # Candidates: draft model directories or method specs (``ngram:min=2,max=4``, ``suffix``, ``layers:n=2``;
+    # docs/methods.md); after __post_init__ each is a Path or a parsed MethodSpec, in the order given.
+    drafts: Sequence[Path | str | MethodSpec] = ()
     k: Sequence[int] = BENCH_K
     temperature: float = 0.0
     top_p: float = 1.0
@@ -118,7 +146,7 @@ class MeasureConfig:
 
     def __post_init__(self) -> None:
         # Normalise containers so a frozen config cannot change under the run.
-        object.__setattr__(self, "drafts", tuple(Path(d) for d in self.drafts))
+        object.__setattr__(self, "drafts", parse_candidates(self.drafts))
         files = (self.prompts,) if isinstance(self.prompts, (str, os.PathLike)) else tuple(self.prompts)
         if not files:
             raise MeasureError("--prompts: give at least one golden set")
@@ -160,6 +188,11 @@ class MeasureConfig:
             self.vllm.check()
             if self.standin is not None:
                 raise MeasureError("--standin: the stand-in draft runs on the native engine only")
+            if self.methods:
+                raise MeasureError(
+                    f"--draft {self.methods[0].label}: method specs run on the native engine "
+                    "(with --backend vllm use --method ngram, eagle, eagle3 or mtp)"
+                )
             if self.implementation != "auto" or self.device != "auto":
                 raise MeasureError(
                     "--implementation/--device: not used with --backend vllm (vLLM picks its own device)"
@@ -170,7 +203,7 @@ class MeasureConfig:
             if self.standin is not None:
                 self._check_standin()
             elif not self.drafts:
-                raise MeasureError("--draft: give at least one draft model directory")
+                raise MeasureError("--draft: give at least one draft model directory or method spec")
         _one_of("--dtype", self.dtype, DTYPES)
         if not _DEVICE.fullmatch(self.device):
             raise MeasureError(f"--device: {self.device!r} is not auto, cpu, cuda or cuda:N")
@@ -201,8 +234,18 @@ class MeasureConfig:
         return cast(tuple[Path, ...], self.prompts)
 
     @property
+    def draft_dirs(self) -> tuple[Path, ...]:
+        """The candidates that are draft model directories."""
+        return tuple(d for d in self.drafts if isinstance(d, Path))
+
+    @property
+    def methods(self) -> tuple[MethodSpec, ...]:
+        """The candidates that are method specs."""
+        return tuple(d for d in self.drafts if isinstance(d, MethodSpec))
+
+    @property
     def inputs(self) -> dict[str, Path | Sequence[Path] | None]:
-        return {"--target": self.target, "--draft": self.drafts, "--prompts": self.prompts}
+        return {"--target": self.target, "--draft": self.draft_dirs, "--prompts": self.prompts}
 
     @property
     def outputs(self) -> dict[str, Path | None]:
@@ -227,7 +270,7 @@ class MeasureConfig:
         vllm = {k: v for k, v in self.vllm_settings().items() if k != "seed"}
         return {
             "target": str(self.target),
-            "drafts": [str(d) for d in self.drafts],
+            "drafts": [d.label if isinstance(d, MethodSpec) else str(d) for d in self.drafts],
             # One golden set as its path (as ever); several as the list of their paths.
             "prompts": str(self.prompt_files[0])
             if len(self.prompt_files) == 1

@@ -30,7 +30,7 @@ from specmeter.measuring.errors import (
     MeasureError,
     MeasureInterrupted,
 )
-from specmeter.metrics.records import BASELINE, RequestRecord, run_label
+from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, run_label
 
 if TYPE_CHECKING:
     from specmeter.engine.runner import ModelLike, PreparedPrompt, RunState
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from specmeter.report.files import ResultFile
     from specmeter.store import RunRecorder
 
-__all__ = ["Measurement", "Outcome", "close", "run_candidates"]
+__all__ = ["Measurement", "Outcome", "candidate_method", "close", "run_candidates"]
 
 Measure = Callable[["RunState[Any]", Sequence[int]], None]
 # A native runner other than prompt-by-prompt interleaving (bench --batch: waves of B): it gets the state,
@@ -62,7 +62,7 @@ class Measurement:
 
     cfg: MeasureConfig
     target: ModelLike
-    drafts: list[Any]  # LoadedModel (native) or ModelHandle (vLLM)
+    drafts: list[Any]  # LoadedModel or MethodModel (native), or ModelHandle (vLLM)
     prompts: list[PreparedPrompt]
     state: RunState[Any]
     result: ResultFile
@@ -139,7 +139,7 @@ def run_candidates(
     """
     from specmeter.engine.runner import Candidate, RunState
     from specmeter.engine.sampling import SamplingParams
-    from specmeter.measuring.models import load_models
+    from specmeter.measuring.models import MethodModel, load_models
     from specmeter.measuring.prompts import prepare_prompts
     from specmeter.report.files import ResultFile
     from specmeter.store import RunRecorder, StoreError
@@ -167,7 +167,12 @@ def run_candidates(
             f"{conversations} multi-turn conversation(s): --backend vllm measures their first turn only "
             "(the native backend and `load` replay every turn)"
         )
-    candidates: list[Candidate[Any]] = [Candidate(d, k) for d in drafts for k in cfg.k]
+    # A method's proposer holds a run's state (suffix decoding's cache): one per (method, k) candidate.
+    candidates: list[Candidate[Any]] = [
+        Candidate(d.fresh() if i and isinstance(d, MethodModel) else d, k)
+        for d in drafts
+        for i, k in enumerate(cfg.k)
+    ]
     params = SamplingParams(cfg.temperature, cfg.top_p)  # the config checked both
     state: RunState[Any] = RunState(target=target, candidates=candidates, params=params)
     result = ResultFile(cfg.json_out, kind=cfg.kind, config=cfg.as_dict())
@@ -282,8 +287,21 @@ def summarize_into(m: Measurement) -> None:
     for i, c in enumerate(m.state.candidates):
         run = m.state.candidate_run(i)
         m.result.add_candidate(
-            c.draft.info.name, c.k, summarize(run, base_run), summarize_by_category(run, base_run)
-        )
+            c.draft.info.name, c.k, summarize(run, base_run), summarize_by_category(run, base_run),
+            method=candidate_method(m.cfg, c.draft.info),
+        )  # fmt: skip
+
+
+def candidate_method(cfg: MeasureConfig, info: ModelInfo) -> dict[str, Any]:
+    """A candidate's ``method`` entry (docs/results.md): its spec, a draft model, or vLLM's ``--method``."""
+    from specmeter.methods import method_entry
+
+    entry = method_entry(info.method)
+    if cfg.backend == "vllm":
+        # vLLM names the method itself (draft_model, ngram, eagle, ...); its n-gram lookup is model-free.
+        entry["name"] = cfg.vllm.method
+        entry["deterministic"] = entry["model_free"] = cfg.vllm.method == "ngram"
+    return entry
 
 
 def close(

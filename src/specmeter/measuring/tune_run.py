@@ -61,8 +61,11 @@ def run_tune(
     from specmeter.selection.tune_analysis import analyse_tune, cost_curve_section
 
     def measure(state: RunState[LoadedModel], context: Sequence[int]) -> None:
+        from specmeter.engine.runner import forward_model
+
         draft = state.candidates[0].draft
-        curve = measure_cost_curve(state.target.model, draft.model, context, k_max + 1, cfg.cost_repeats)
+        model = forward_model(draft.model)  # None: a model-free method (t_D(1) = 0)
+        curve = measure_cost_curve(state.target.model, model, context, k_max + 1, cfg.cost_repeats)
         # The baseline's curve is the target's alone (bench stores it the same way).
         state.cost_curves[state.target.info.name] = replace(curve, draft_s=0.0, draft_spread=0.0)
         state.cost_curves[draft.info.name] = curve

@@ -85,15 +85,15 @@ def load_handles(cfg: MeasureConfig) -> tuple[ModelHandle, list[ModelHandle]]:
     except KeyboardInterrupt:
         raise MeasureInterrupted("Interrupted while importing vLLM; nothing was measured.") from None
     method = cfg.vllm.method
-    if method in NEEDS_DRAFT_DIR and not cfg.drafts:
+    if method in NEEDS_DRAFT_DIR and not cfg.draft_dirs:
         raise MeasureError(f"--draft: --method {method} needs a draft model directory")
-    if method == "ngram" and cfg.drafts:
+    if method == "ngram" and cfg.draft_dirs:
         raise MeasureError("--draft: --method ngram looks drafts up in the prompt; it takes no draft model")
     target = _handle(cfg.target, cfg.target.name, cfg)
-    if not cfg.drafts:
+    if not cfg.draft_dirs:
         return target, [_proposer(method)]
     drafts = []
-    for path, name in zip(cfg.drafts, draft_names(cfg.target, cfg.drafts), strict=True):
+    for path, name in zip(cfg.draft_dirs, draft_names(cfg.target, cfg.draft_dirs), strict=True):
         d = _handle(path, name, cfg, None if method == "draft_model" else target.tokenizer)
         if method == "draft_model":
             reason = tokenizer_mismatch(target.tokenizer, d.tokenizer)

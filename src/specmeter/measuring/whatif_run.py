@@ -98,6 +98,12 @@ class WhatifConfig:
 
         if len(self.measure.drafts) > 1:
             raise MeasureError("--draft: whatif times one draft's proposals (give one, or --standin)")
+        for spec in self.measure.methods:
+            if spec.model_free:
+                raise MeasureError(
+                    f"--draft {spec.label}: a model-free method proposes only where its lookup matches, so "
+                    "forced acceptance has nothing to act on; whatif times a draft model or layers:n"
+                )
         alphas = tuple(self.alphas)
         for a in alphas:
             if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0.0 <= a <= 1.0:
@@ -360,7 +366,12 @@ def draft_facts(cfg: WhatifConfig, draft: Any, target: Any) -> dict[str, Any]:
             "layers": draft.info.num_layers,
             "of_layers": target.info.num_layers,
         }
-    return {"name": draft.info.name, "path": draft.info.path, "standin": standin}
+    return {
+        "name": draft.info.name, "path": draft.info.path, "standin": standin,
+        # What it adds to accelerator memory (docs/methods.md): a method's honest extra memory.
+        "method": draft.info.method, "extra_weight_bytes": draft.info.added_weight_bytes,
+        "kv_bytes_per_token": draft.info.kv_bytes_per_token,
+    }  # fmt: skip
 
 
 def read_overlays(paths: Sequence[Path]) -> list[tuple[str, Mapping[str, Any]]]:

@@ -4,6 +4,7 @@ Torch-free on purpose: the CLI and configs check a candidate's name without load
 (docs/methods.md).
 """
 
+from specmeter.methods.entry import DRAFT_MODEL, method_entry, method_of_entry, vllm_speculative_config
 from specmeter.methods.spec import (
     METHODS,
     DraftDir,
@@ -18,6 +19,7 @@ from specmeter.methods.spec import (
 )
 
 __all__ = [
+    "DRAFT_MODEL",
     "METHODS",
     "DraftDir",
     "ExtraMemory",
@@ -26,6 +28,9 @@ __all__ = [
     "MethodSpec",
     "MethodSpecError",
     "is_method_spec",
+    "method_entry",
+    "method_of_entry",
     "parse_candidate",
     "parse_method",
+    "vllm_speculative_config",
 ]

@@ -133,6 +133,16 @@ class ModelInfo:
     num_kv_heads: int
     head_dim: int
     implementation: str = "native"  # "native", "transformers" or "vllm"
+    # A method spec's label (docs/methods.md: ``ngram:min=2,max=4``, ``layers:n=2``); None: a model directory.
+    method: str | None = None
+    # Weights the candidate adds to accelerator memory when that differs from ``weight_bytes`` (what one
+    # of its forwards reads): ``layers:n`` reads n of the target's layers but adds none. None: weight_bytes.
+    extra_weight_bytes: int | None = None
+
+    @property
+    def added_weight_bytes(self) -> int:
+        """Weight bytes this model adds next to the target (extra memory): weights a draft owns."""
+        return self.weight_bytes if self.extra_weight_bytes is None else self.extra_weight_bytes
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,7 @@ def summarize(
     if run.draft is not None:
         if context_tokens is None:
             context_tokens = max((r.prompt_tokens + r.output_tokens for r in requests), default=0)
-        extra = extra_memory_bytes(run.draft.weight_bytes, run.draft.kv_bytes_per_token, context_tokens)
+        extra = extra_memory_bytes(run.draft.added_weight_bytes, run.draft.kv_bytes_per_token, context_tokens)
     traffic = weight_traffic_per_token(
         counts.target_forwards, counts.draft_forwards, counts.emitted, w_t, w_d or 0
     )

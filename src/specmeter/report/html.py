@@ -56,6 +56,7 @@ from specmeter.report.view import (
     danger_note,
     danger_tags,
     hygiene_line,
+    method_text,
     stability_lines,
     verdict,
     vllm_check_lines,
@@ -114,8 +115,8 @@ def _dist(s: Any, key: str, q: str) -> str:
 
 
 _CANDIDATE_HEADERS = (
-    "candidate", "α (count) [95% CI]", "β", "τ", "E_meas [95% CI]", "E_seed / E_lev / E_cal", "TTFT p50",
-    "TPOT p50", "gap p99", "jitter", "stalls", "extra memory", "danger zone",
+    "candidate", "method", "α (count) [95% CI]", "β", "τ", "E_meas [95% CI]", "E_seed / E_lev / E_cal",
+    "TTFT p50", "TPOT p50", "gap p99", "jitter", "stalls", "extra memory", "danger zone",
 )  # fmt: skip
 _CATEGORY_HEADERS = (
     "category", "candidate", "requests", "α (count) [95% CI]", "τ", "E_meas [95% CI]", "jitter",
@@ -137,7 +138,7 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
     rows = []
     base = dig(result, "baseline", "summary")
     if isinstance(base, Mapping):
-        rows.append([BASELINE, DASH, DASH, DASH, "1.00×", DASH, *_latency_cells(base), DASH, DASH])
+        rows.append([BASELINE, DASH, DASH, DASH, DASH, "1.00×", DASH, *_latency_cells(base), DASH, DASH])
     notes = []
     for c in result.get("candidates") or []:
         s = c.get("summary") if isinstance(c, Mapping) else None
@@ -155,6 +156,7 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
         rows.append(
             [
                 candidate_label(c),
+                method_text(c) if isinstance(c, Mapping) else DASH,
                 _alpha(s, "acceptance_rate" in estimated),
                 beta,
                 tau,
@@ -171,7 +173,7 @@ def _candidates_table(result: Mapping[str, Any]) -> str:
         if notes
         else ""
     )
-    return table(_CANDIDATE_HEADERS, rows, danger_col=12) + note
+    return table(_CANDIDATE_HEADERS, rows, danger_col=13) + note
 
 
 def _positions_note(result: Mapping[str, Any]) -> str:

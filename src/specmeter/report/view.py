@@ -18,6 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from specmeter.methods import method_of_entry
 from specmeter.metrics.latency import BURST_GAP_S, STALL_FACTOR
 from specmeter.metrics.stats import MIN_CI_REQUESTS
 from specmeter.metrics.summary import ACCEPTANCE_DANGER, SPEEDUP_DANGER
@@ -234,12 +235,28 @@ def _danger_cell(summary: Any) -> Text:
     return Text("ok", style="green") if flag is False else Text(DASH)
 
 
+def method_text(candidate: Mapping[str, Any]) -> str:
+    """The candidate's method (docs/methods.md) and what kind it is: ``ngram:min=2,max=4 (model-free)``."""
+    name = method_of_entry(dict(candidate))
+    if not name:
+        return DASH
+    method = candidate.get("method")
+    kinds = []
+    if isinstance(method, Mapping):
+        if method.get("model_free") is True:
+            kinds.append("model-free")
+        if method.get("deterministic") is True:
+            kinds.append("deterministic")
+    return name + (f" ({', '.join(kinds)})" if kinds else "")
+
+
 def _candidate_table(candidate: Mapping[str, Any], baseline: Any) -> Table:
     summary = candidate.get("summary")
     table = Table(title=_label(candidate), title_justify="left", title_style="bold")
     table.add_column("metric", style="bold")
     table.add_column("candidate")
     table.add_column("baseline", style="dim")
+    table.add_row("method", Text(method_text(candidate)), Text(DASH))
     for metric, value, base in _summary_rows(summary, baseline):
         table.add_row(metric, Text(value), Text(base))
     table.add_row("danger zone", _danger_cell(summary), Text(DASH))

@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from specmeter.methods import DRAFT_MODEL
 from specmeter.metrics.acceptance import acceptance_counts, acceptance_rate
 from specmeter.metrics.memory import extra_memory_bytes
-from specmeter.metrics.records import BASELINE, RequestRecord, RunRecord
+from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, RunRecord
 from specmeter.metrics.summary import danger_zone, summarize
 from specmeter.report.fmt import fmt_bytes
 from specmeter.selection.mix import assign_domains, bootstrap_weighted, weighted_speedups
@@ -181,18 +182,25 @@ def _separation(runs: Sequence[RunRecord], order: list[int], scores: _Scores) ->
     }
 
 
+def method_of(d: ModelInfo) -> str:
+    """A candidate's method for the tables: its spec's label, or ``draft_model`` (a model directory)."""
+    return d.method if d.method is not None else DRAFT_MODEL
+
+
 def _memory(runs: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
-    """Each draft's weights, KV bytes per token and extra memory for the longest request it served."""
+    """Each candidate's method, the weights it adds, KV bytes per token and extra memory for the longest
+    request it served (docs/methods.md: 0 for a model-free method, n/L of the target's KV for layers:n)."""
     out = {}
     for run in runs:
         d = run.draft
         assert d is not None
         context = max((r.prompt_tokens + r.output_tokens for r in run.requests), default=0)
         out[d.name] = {
+            "method": method_of(d),
             "params": d.params,
-            "weight_bytes": d.weight_bytes,
+            "weight_bytes": d.added_weight_bytes,  # weights it adds (layers:n adds none of its own)
             "kv_bytes_per_token": d.kv_bytes_per_token,
-            "extra_memory_bytes": extra_memory_bytes(d.weight_bytes, d.kv_bytes_per_token, context),
+            "extra_memory_bytes": extra_memory_bytes(d.added_weight_bytes, d.kv_bytes_per_token, context),
             "context_tokens": context,
         }
     return out

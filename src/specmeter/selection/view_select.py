@@ -90,11 +90,12 @@ def render_select(result: Mapping[str, Any], console: Console) -> None:
     console.print(per)
 
     mem = Table(title="memory per draft", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
-    for column in ("draft", "parameters", "weights", "KV/token", "extra memory (longest request)"):
+    for column in ("draft", "method", "parameters", "weights", "KV/token", "extra memory (longest request)"):
         mem.add_column(column)
     for name, m in (s.get("memory") or {}).items():
         mem.add_row(
             name,
+            str(m.get("method") or ""),
             fmt_int(m["params"]),
             fmt_bytes(m["weight_bytes"]),
             fmt_bytes(m["kv_bytes_per_token"]),

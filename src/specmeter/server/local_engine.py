@@ -1,5 +1,9 @@
 """specmeter's own engine behind the ``ServingEngine`` protocol: load target (+ draft), tokenize, decode.
 
+The draft is a model directory or a method spec (``serve --draft ngram``, docs/methods.md): the proposer
+``engine.candidate.make_proposer`` builds, one for the server's life, so suffix decoding's global cache
+learns from every request served, in the order they started.
+
 One request at a time goes through ``engine.speculative`` (the single-stream loop); ``open_batch`` hands
 out a continuous-batching session over ``engine.batched``. The draft length is ``k`` or, with a schedule,
 the schedule's k for the live batch size (vLLM's ``num_speculative_tokens_per_batch_size``), capped at
@@ -14,11 +18,14 @@ from typing import Any
 
 import torch
 
+from specmeter.engine.base import CausalLM
 from specmeter.engine.batched import BatchedDecoder, SequenceRequest
 from specmeter.engine.loader import LoadedModel, load_model, tokenizer_mismatch
+from specmeter.engine.proposer import Proposer
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import Generation, speculative_decode
+from specmeter.methods import MethodSpec, MethodSpecError
 from specmeter.metrics.records import ModelInfo
 from specmeter.modeldir import ModelDirError
 from specmeter.server.engine import Decoding, Emit
@@ -49,12 +56,13 @@ def default_max_batch(engine: LocalEngine) -> int:
 
 
 class LocalEngine:
-    """Target plus optional draft; ``k = 0`` or no draft serves plain target decoding (a baseline server)."""
+    """Target plus optional draft (a loaded model or a method's proposer); ``k = 0`` or no draft serves plain
+    target decoding (a baseline server)."""
 
     def __init__(
         self,
         target: LoadedModel,
-        draft: LoadedModel | None,
+        draft: LoadedModel | Proposer | None,
         k: int,
         *,
         model_name: str | None = None,
@@ -62,15 +70,19 @@ class LocalEngine:
     ) -> None:
         if effective_k(k, schedule) < 1:
             draft = None  # k = 0 with a draft is a baseline server: the draft never runs
-        if draft is not None:
+        if isinstance(draft, LoadedModel):
             reason = tokenizer_mismatch(target.tokenizer, draft.tokenizer)
             if reason:
                 raise ModelDirError(f"the draft's tokenizer differs from the target's: {reason}")
         self.target, self.draft = target, draft
+        # What the loops run: a draft model, or a method's proposer (its one cache for every request).
+        self.proposer: CausalLM | Proposer | None = draft.model if isinstance(draft, LoadedModel) else draft
         self.k = effective_k(k, schedule) if draft is not None else 0
         self.schedule = KSchedule.constant(0) if draft is None else schedule or KSchedule.constant(self.k)
         self.model_name = model_name or target.info.name
-        self.draft_name = draft.info.name if draft is not None else None
+        self.draft_name = (
+            None if draft is None else draft.info.name if isinstance(draft, LoadedModel) else draft.name
+        )
         positions = getattr(target.model, "max_positions", None)
         self.context_length: int | None = int(positions) if positions is not None else None
         self.target_info: ModelInfo | None = target.info
@@ -80,7 +92,7 @@ class LocalEngine:
     def load(
         cls,
         target: Path,
-        draft: Path | None,
+        draft: Path | str | MethodSpec | None,
         k: int,
         *,
         model_name: str | None = None,
@@ -92,7 +104,8 @@ class LocalEngine:
     ) -> LocalEngine:
         """Load from local directories; raises ModelDirError with a one-line reason.
 
-        With k = 0 (or a schedule that never speculates) the draft is not even loaded.
+        With k = 0 (or a schedule that never speculates) the draft is not even loaded. A method spec becomes
+        its proposer; one this engine cannot run is a ModelDirError too.
         """
 
         def one(path: Path) -> LoadedModel:
@@ -105,10 +118,18 @@ class LocalEngine:
             )
 
         speculates = draft is not None and effective_k(k, schedule) > 0
-        return cls(
-            one(target), one(draft) if speculates and draft is not None else None, k,
-            model_name=model_name, schedule=schedule,
-        )  # fmt: skip
+        loaded = one(target)
+        proposer: LoadedModel | Proposer | None = None
+        if speculates and isinstance(draft, MethodSpec):
+            from specmeter.engine.candidate import make_proposer
+
+            try:
+                proposer = make_proposer(draft, loaded)
+            except (MethodSpecError, ValueError) as e:
+                raise ModelDirError(f"--draft {draft.label}: {e}") from None
+        elif speculates and isinstance(draft, str | Path):
+            proposer = one(Path(draft))  # a directory (a library caller's str too)
+        return cls(loaded, proposer, k, model_name=model_name, schedule=schedule)
 
     def encode_text(self, text: str) -> list[int]:
         return render_prompt(Prompt("request", "serve", text, None, None, 0), self.tokenizer)
@@ -126,7 +147,7 @@ class LocalEngine:
     def generate(self, prompt_ids: Sequence[int], decoding: Decoding, on_emit: Emit) -> Generation:
         return speculative_decode(
             self.target.model,
-            self.draft.model if self.draft is not None else None,
+            self.proposer,
             prompt_ids,
             k=self.schedule.k_for(1, self.k),
             params=SamplingParams(decoding.temperature, decoding.top_p),
@@ -147,7 +168,7 @@ class LocalBatch:
         self.engine = engine
         self.decoder = BatchedDecoder(
             engine.target.model,  # type: ignore[arg-type]  # every loaded model implements BatchedCausalLM
-            engine.draft.model if engine.draft is not None else None,  # type: ignore[arg-type]
+            engine.proposer,  # type: ignore[arg-type]  # a draft model batches, as every loaded model does
             schedule=engine.schedule,
             max_batch=max_batch,
             eos_ids=engine.target.eos_ids,

@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from specmeter import __version__, jsonsafe
+from specmeter.methods import is_method_spec
 from specmeter.metrics.records import RequestRecord
 from specmeter.safetext import valid_text
 from specmeter.store.packing import (
@@ -82,7 +83,12 @@ def run_description(result: Mapping[str, Any]) -> str:
     config = result.get("run", {}).get("config", {}) if isinstance(result.get("run"), Mapping) else {}
     target = Path(str(config.get("target", "?"))).name
     drafts = config.get("drafts") or []
-    names = ", ".join(Path(str(d)).name for d in drafts) if isinstance(drafts, list) else ""
+    # A method spec stays whole (``ngram:min=2,max=4``, ``eagle:head=DIR``); a directory shows its name.
+    names = (
+        ", ".join(str(d) if is_method_spec(str(d)) else Path(str(d)).name for d in drafts)
+        if isinstance(drafts, list)
+        else ""
+    )
     return f"{target} ← {names}" if names else target
 
 

@@ -22,6 +22,7 @@ from specmeter.load.config import (
     levels_echo,
 )
 from specmeter.load.limits import MAX_SECONDS
+from specmeter.methods import MethodSpecError, parse_candidate
 from specmeter.metrics.slo import DEFAULT_ATTAINMENT
 
 if TYPE_CHECKING:
@@ -120,6 +121,11 @@ class SweepConfig:
         command-line option."""
         if self.load.api not in APIS:
             raise LoadConfigError(f"--api: {self.load.api!r} is not one of {', '.join(APIS)}")
+        if self.draft is not None:  # a model name, or a method spec for {draft} / {spec} (docs/methods.md)
+            try:
+                parse_candidate(self.draft)
+            except MethodSpecError as e:
+                raise LoadConfigError(f"--draft: {e}") from None
         in_range("--startup-timeout", self.startup_timeout, 0, MAX_SECONDS, open_low=True)
         in_range("--stop-timeout", self.stop_grace, 0, MAX_SECONDS, open_low=True)
         in_range("--target", self.slo_target, 0, 1, open_low=True)

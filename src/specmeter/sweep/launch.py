@@ -64,6 +64,7 @@ import httpx
 import psutil
 
 from specmeter.engine.schedule import KSchedule
+from specmeter.methods import MethodSpec, MethodSpecError, parse_candidate, vllm_speculative_config
 
 __all__ = [
     "PLACEHOLDERS",
@@ -134,7 +135,16 @@ def free_port() -> int:
 
 
 def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: str) -> str:
-    """vLLM's ``--speculative-config`` JSON for draft length ``k`` (or a schedule) with ``draft``."""
+    """vLLM's ``--speculative-config`` JSON for draft length ``k`` (or a schedule) with ``draft``.
+
+    ``draft`` may be a method spec (``ngram:min=2,max=4``, ``suffix``; docs/methods.md): the method and its
+    keys under vLLM's names then replace ``method`` and the model (``methods.vllm_speculative_config``)."""
+    parsed = _method_spec(draft)
+    if parsed is not None:
+        method_cfg = vllm_speculative_config(parsed, k if schedule is None else max(1, schedule.max_k))
+        if schedule is not None:
+            method_cfg["num_speculative_tokens_per_batch_size"] = schedule.to_json()
+        return json.dumps(method_cfg)
     if schedule is not None:
         return json.dumps(schedule.vllm_config(method, draft))
     cfg: dict[str, Any] = {"method": method}
@@ -142,6 +152,16 @@ def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: s
         cfg["model"] = draft
     cfg["num_speculative_tokens"] = k
     return json.dumps(cfg)
+
+
+def _method_spec(draft: str | None) -> MethodSpec | None:
+    if draft is None:
+        return None
+    try:
+        parsed = parse_candidate(draft)
+    except MethodSpecError:
+        return None  # SweepConfig refused it already; a library caller gets the text as a model
+    return parsed if isinstance(parsed, MethodSpec) else None
 
 
 # Lines that say why a server stopped, and footers that follow them (see ServerProcess.last_line).
