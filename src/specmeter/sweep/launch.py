@@ -8,7 +8,9 @@ configuration:
 ``{port}``      a free port on 127.0.0.1 chosen by specmeter (the server must listen on it)
 ``{k}``         the draft length (a schedule: its largest k)
 ``{draft}``     the draft model given to ``sweep --draft``
-``{spec}``      vLLM's ``--speculative-config`` JSON for this configuration (method, model, k, schedule)
+``{spec}``      vLLM's ``--speculative-config`` JSON for this configuration (method, model, k, schedule);
+                for a method spec given as the draft (``ngram:min=2,max=4``, ``suffix``), vLLM's
+                config for that method (``methods.engines``)
 ``{schedule}``  the ``num_speculative_tokens_per_batch_size`` JSON list (``serve --k-schedule``)
 ==============  ==========================================================================================
 
@@ -64,6 +66,8 @@ import httpx
 import psutil
 
 from specmeter.engine.schedule import KSchedule
+from specmeter.methods import MethodSpecError, is_method_spec, parse_method
+from specmeter.methods.engines import vllm_speculative_config
 
 __all__ = [
     "PLACEHOLDERS",
@@ -134,7 +138,19 @@ def free_port() -> int:
 
 
 def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: str) -> str:
-    """vLLM's ``--speculative-config`` JSON for draft length ``k`` (or a schedule) with ``draft``."""
+    """vLLM's ``--speculative-config`` JSON for draft length ``k`` (or a schedule) with ``draft``.
+
+    ``draft`` may be a method spec (``ngram:min=2,max=4``, ``suffix``): then the JSON is vLLM's config for
+    that method (``methods.engines.vllm_speculative_config``), not a draft model's.
+    """
+    if draft is not None and is_method_spec(draft):
+        try:
+            cfg = vllm_speculative_config(parse_method(draft), max(1, schedule.max_k if schedule else k))
+        except MethodSpecError as e:
+            raise LaunchError(f"{{spec}}: {e}") from None
+        if schedule is not None:
+            cfg["num_speculative_tokens_per_batch_size"] = schedule.to_json()
+        return json.dumps(cfg)
     if schedule is not None:
         return json.dumps(schedule.vllm_config(method, draft))
     cfg: dict[str, Any] = {"method": method}
