@@ -58,7 +58,9 @@ def tally(pairs: Iterable[tuple[int, int]]) -> Tally:
     return Tally(len(drafting), sum(d for d, _ in drafting), sum(a for _, a in drafting))
 
 
-def step_pairs(steps: Sequence[StepRecord], accepted: Callable[[StepRecord], int] | None = None) -> list[tuple[int, int]]:
+def step_pairs(
+    steps: Sequence[StepRecord], accepted: Callable[[StepRecord], int] | None = None
+) -> list[tuple[int, int]]:
     return [(s.drafted, accepted(s) if accepted else s.accepted) for s in steps]
 
 

@@ -45,7 +45,8 @@ def test_llamacpp_flags() -> None:
         "--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3", "--spec-ngram-simple-size-m", "8",
     ]  # fmt: skip
     assert llamacpp_spec_args(parse_method("ngram-map-k")) == [
-        "--spec-type", "ngram-map-k", "--spec-ngram-map-k-size-n", "12", "--spec-ngram-map-k-size-m", "48",
+        "--spec-type", "ngram-map-k",
+        "--spec-ngram-map-k-size-n", "12", "--spec-ngram-map-k-size-m", "48",
     ]  # fmt: skip
-    with pytest.raises(MethodSpecError, match="^ngram: llama-server has no --spec-type"):
+    with pytest.raises(MethodSpecError, match=r"^ngram: llama-server has no \-\-spec\-type"):
         llamacpp_spec_args(parse_method("ngram"))

@@ -25,8 +25,8 @@ from corpus import (
     training_categories,
     write_corpus,
 )
-from corpus.cli import main
 from corpus import generate as generate_module
+from corpus.cli import main
 from corpus.generate import build_sentences
 from corpus.legal_redline import revise
 from corpus.spec import RegisterSpec

@@ -51,7 +51,7 @@ def test_golden_set_loads_balanced(register: Register) -> None:
 
 
 def test_legal_golden_set_has_a_redlining_category() -> None:
-    """The category whose answer copies its prompt: each prompt quotes a whole clause, then starts it again."""
+    """The category whose answer copies its prompt: each quotes a whole clause, then starts it again."""
     workload = load_workload(_golden("legal"))
     redline = [p.text or "" for p in workload if p.category == "legal/redline"]
     assert len(redline) == 15

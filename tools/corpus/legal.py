@@ -5,10 +5,10 @@ confidentiality, liability, payment, warranties, and the boilerplate of force ma
 and the like), and an eleventh that revises one of them (``legal/redline``, :mod:`corpus.legal_redline`),
 which only the golden sets use. The phrasing is deliberately formulaic: the same stock phrases ("shall
 indemnify, defend and hold harmless ... from and against any and all losses ...", "with immediate effect
-by giving written notice to the other party if") recur across templates and documents, as they do in real contracts. That
-regularity is what lets a draft distilled on this register predict it well, while a general-purpose
-draft, which has never seen the phrases, does not. Variety comes from the slots (parties, sums,
-periods, clause references, laws) and the optional provisos and lettered lists, so the text cannot be
+by giving written notice to the other party if") recur across templates and documents, as they do in real
+contracts. That regularity is what lets a draft distilled on this register predict it well, while a
+general-purpose draft, which has never seen the phrases, does not. Variety comes from the slots (parties,
+sums, periods, clause references, laws) and the optional provisos and lettered lists, so the text cannot be
 memorised sentence by sentence.
 """
 
@@ -682,7 +682,12 @@ REGISTER = RegisterSpec(
         ),
         # The clause as it reads, then as amended; never drawn into the training corpus (legal_redline).
         CategorySpec(
-            legal_redline.NAME, "redline_open", "redline_body", sentences=(2, 2), drawn=False, numbered=False,
+            legal_redline.NAME,
+            "redline_open",
+            "redline_body",
+            sentences=(2, 2),
+            drawn=False,
+            numbered=False,
             quotes=True,
         ),
     ),

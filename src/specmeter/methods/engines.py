@@ -59,13 +59,13 @@ def vllm_speculative_config(spec: MethodSpec, k: int) -> dict[str, Any]:
             "suffix_decoding_min_token_prob": spec.float_value("min_prob"),
         }
     raise MethodSpecError(
-        f"{spec.method}: no vLLM speculative_config for this method spec (vLLM runs {', '.join(VLLM_METHODS)}; "
-        "a draft model is named by its directory)"
+        f"{spec.method}: no vLLM speculative_config for this method spec "
+        f"(vLLM runs {', '.join(VLLM_METHODS)}; a draft model is named by its directory)"
     )
 
 
 def llamacpp_spec_args(spec: MethodSpec) -> list[str]:
-    """llama-server's arguments for ``spec`` (``--spec-type`` and its sizes); ``MethodSpecError`` otherwise."""
+    """llama-server's arguments for ``spec`` (``--spec-type`` and its sizes); else ``MethodSpecError``."""
     if spec.method == "ngram-simple":
         flag = "--spec-ngram-simple-size"
     elif spec.method == "ngram-map-k":

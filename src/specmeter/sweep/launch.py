@@ -145,12 +145,12 @@ def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: s
     """
     if draft is not None and is_method_spec(draft):
         try:
-            cfg = vllm_speculative_config(parse_method(draft), max(1, schedule.max_k if schedule else k))
+            method_cfg = vllm_speculative_config(parse_method(draft), max(1, schedule.max_k if schedule else k))
         except MethodSpecError as e:
             raise LaunchError(f"{{spec}}: {e}") from None
         if schedule is not None:
-            cfg["num_speculative_tokens_per_batch_size"] = schedule.to_json()
-        return json.dumps(cfg)
+            method_cfg["num_speculative_tokens_per_batch_size"] = schedule.to_json()
+        return json.dumps(method_cfg)
     if schedule is not None:
         return json.dumps(schedule.vllm_config(method, draft))
     cfg: dict[str, Any] = {"method": method}
