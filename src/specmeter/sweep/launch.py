@@ -144,8 +144,9 @@ def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: s
     that method (``methods.engines.vllm_speculative_config``), not a draft model's.
     """
     if draft is not None and is_method_spec(draft):
+        largest = max(1, schedule.max_k if schedule is not None else k)
         try:
-            method_cfg = vllm_speculative_config(parse_method(draft), max(1, schedule.max_k if schedule else k))
+            method_cfg = vllm_speculative_config(parse_method(draft), largest)
         except MethodSpecError as e:
             raise LaunchError(f"{{spec}}: {e}") from None
         if schedule is not None:
