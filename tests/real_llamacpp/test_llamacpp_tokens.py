@@ -2,9 +2,9 @@
 
 The GGUFs were converted with the pre-tokenizer named ``gpt-2`` (tests/real_llamacpp/convert_gguf.py: the
 converter does not know our vocabulary's fingerprint). That is a claim about the tokenizer, checked here
-on all 300 golden prompts (legal and general): llama-server's ``/tokenize`` with ``add_special`` — what its
-completion endpoints do to a prompt, BOS included if the vocabulary asked for one — must return the ids
-specmeter's native engine prefills (``render_prompt`` with the model's transformers tokenizer), and
+on all 315 golden prompts (165 legal, 150 general): llama-server's ``/tokenize`` with ``add_special`` —
+what its completion endpoints do to a prompt, BOS included if the vocabulary asked for one — must return the
+ids specmeter's native engine prefills (``render_prompt`` with the model's transformers tokenizer), and
 ``/detokenize`` must give the text back. Any difference in the split pattern, the byte-level mapping,
 merges or special tokens shows up as a different id sequence.
 """
@@ -34,7 +34,7 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_golden_prompts_tokenize_as_the_bundled_tokenizer(url: str) -> None:
     tokenizer = AutoTokenizer.from_pretrained(bundled_model("target"))
     prompts = [p for path in (LEGAL, GENERAL) for p in load_workload(path).prompts]
-    assert len(prompts) == 300 and all(p.text is not None for p in prompts)
+    assert len(prompts) == 315 and all(p.text is not None for p in prompts)
     mismatched = []
     with httpx.Client(timeout=30) as client:
         for prompt in prompts:

@@ -49,6 +49,28 @@ def test_placeholders_fill_each_argument_and_json_stays_one_argument() -> None:
     assert json.loads(argv[8])["num_speculative_tokens_per_batch_size"] == [[1, 4, 4], [5, 64, 0]]
 
 
+def test_spec_carries_a_method_spec_as_vllms_config_for_that_method() -> None:
+    template = "vllm serve m --port {port} --speculative-config {spec}"
+    argv = render_template(template, LaunchValues(1, 3, "ngram:min=2,max=4"))
+    assert json.loads(argv[-1]) == {
+        "method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2, "prompt_lookup_max": 4,
+    }  # fmt: skip
+    suffix = json.loads(render_template(template, LaunchValues(1, 8, "suffix:depth=32"))[-1])
+    assert suffix["method"] == "suffix" and suffix["suffix_decoding_max_tree_depth"] == 32
+    assert suffix["num_speculative_tokens"] == 8 and "model" not in suffix
+    schedule = KSchedule.parse([[1, 4, 5], [5, 64, 2]])
+    scheduled = json.loads(render_template(template, LaunchValues(1, 0, "ngram", schedule))[-1])
+    assert scheduled["num_speculative_tokens"] == 5 and scheduled["prompt_lookup_min"] == 5
+    assert scheduled["num_speculative_tokens_per_batch_size"] == [[1, 4, 5], [5, 64, 2]]
+    # A method vLLM has no config for is one line naming it.
+    with pytest.raises(LaunchError, match=r"^\{spec\}: ngram-simple: no vLLM speculative_config"):
+        render_template(template, LaunchValues(1, 3, "ngram-simple"))
+    # A model directory is a draft model, as before.
+    assert json.loads(render_template(template, LaunchValues(1, 3, "/models/ngram"))[-1])["model"] == (
+        "/models/ngram"
+    )
+
+
 def test_template_mistakes_are_one_line() -> None:
     with pytest.raises(LaunchError, match=r"unknown placeholder \{kk\}"):
         check_template("serve --port {port} --k {kk}", "--launch")

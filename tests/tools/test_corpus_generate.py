@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import hashlib
 import json
+import random
 import re
 from collections import Counter
 from pathlib import Path
@@ -18,13 +22,20 @@ from corpus import (
     general,
     generate_documents,
     legal,
+    training_categories,
     write_corpus,
 )
+from corpus import generate as generate_module
 from corpus.cli import main
 from corpus.generate import build_sentences
+from corpus.legal_redline import revise
 from corpus.spec import RegisterSpec
 
 REGISTERS: tuple[Register, ...] = ("general", "legal")
+# sha256 of write_corpus(n_general=400, n_legal=400, seed=0) as the generator wrote it before legal/redline
+# was added (computed with the main branch's tools/corpus at commit 56a293c).
+TRAINING_PREFIX_SHA256 = "b06f3cd8a4f169d38edcb1393453262585d8b19839a91ba1528b11eae8114272"
+_QUOTED = re.compile(r'"([^"]+)"')
 
 
 @pytest.mark.parametrize("register", REGISTERS)
@@ -58,9 +69,56 @@ def test_sub_categories() -> None:
     assert {"legal/confidentiality", "legal/liability"} <= set(legal_names)
     for register in REGISTERS:
         seen = Counter(d.category for d in generate_documents(register, 300, seed=DEFAULT_SEED))
-        assert set(seen) == set(categories(register)), register
+        assert set(seen) == set(training_categories(register)), register
+    # legal/redline exists (the golden sets ask for it) but is never drawn into a training corpus.
+    assert legal_names[-1] == "legal/redline"
+    assert training_categories("legal") == legal_names[:-1]
+    assert training_categories("general") == categories("general")
     with pytest.raises(ValueError, match="unknown register"):
         generate_documents("medical", 1, 0)  # type: ignore[arg-type]
+
+
+def test_a_category_outside_the_draw_leaves_the_training_documents_unchanged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Adding legal/redline (never drawn) changed no training document: the bundled models need no retrain."""
+    with_redline = generate_documents("legal", 300, seed=DEFAULT_SEED)
+    drawn_only = dataclasses.replace(
+        legal.REGISTER, categories=tuple(c for c in legal.REGISTER.categories if c.drawn)
+    )
+    monkeypatch.setitem(generate_module._REGISTERS, "legal", drawn_only)
+    assert generate_documents("legal", 300, seed=DEFAULT_SEED) == with_redline
+
+
+def test_training_corpus_is_the_one_the_bundled_models_were_trained_on(tmp_path: Path) -> None:
+    """The first documents of the default training corpus, pinned: the bytes make models wrote (before
+    legal/redline existed). A grammar change that alters them means the bundled models need retraining."""
+    path = tmp_path / "corpus.jsonl"
+    write_corpus(path, n_general=400, n_legal=400, seed=DEFAULT_SEED)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == TRAINING_PREFIX_SHA256
+
+
+def test_redline_documents_quote_a_clause_then_amend_it() -> None:
+    docs = generate_documents("legal", 200, seed=5, category="legal/redline")
+    assert {d.category for d in docs} == {"legal/redline"}
+    for doc in docs:
+        assert not re.match(r"^\d+\.\d+ ", doc.text)  # no clause numbers on an amendment
+        orig, rev = _QUOTED.findall(doc.text)
+        assert orig != rev, doc.text
+        # One amendment: the two versions share most of their words, in order.
+        same = difflib.SequenceMatcher(a=orig.split(), b=rev.split()).find_longest_match()
+        assert same.size >= min(len(orig.split()), len(rev.split())) // 2, doc.text
+        assert 10 <= len(orig.split()) <= 60
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_revise_always_changes_the_clause(seed: int) -> None:
+    from corpus.grammar import finish
+
+    exp = legal.REGISTER.grammar.start(random.Random(seed))
+    legal.REGISTER.bind(exp, "legal/termination")
+    clause = finish(exp.rule("termination_body"))
+    assert revise(clause, exp) != clause
 
 
 def test_forced_category() -> None:

@@ -11,15 +11,17 @@ import pytest
 from corpus import (
     DEFAULT_SEED,
     GOLDEN_SEED,
+    GOLDEN_SIZES,
     Register,
     categories,
+    category_spec,
     default_golden_dir,
     generate_documents,
     held_out_violations,
     write_golden_sets,
 )
 from corpus.cli import main
-from corpus.golden import MAX_WORDS, MIN_WORDS, TrainingPrefixes, cut_prompt
+from corpus.golden import MAX_QUOTE_WORDS, MAX_WORDS, MIN_WORDS, TrainingPrefixes, cut_prompt
 from specmeter.workloads import load_workload
 
 REGISTERS: tuple[Register, ...] = ("general", "legal")
@@ -32,17 +34,39 @@ def _golden(register: Register) -> Path:
 @pytest.mark.parametrize("register", REGISTERS)
 def test_golden_set_loads_balanced(register: Register) -> None:
     workload = load_workload(_golden(register))
-    assert len(workload) == 150
+    size = GOLDEN_SIZES[register]
+    assert len(workload) == size == {"general": 150, "legal": 165}[register]
     names = categories(register)
     counts = Counter(p.category for p in workload)
     assert set(counts) == set(names)
-    assert set(counts.values()) == {150 // len(names)}
+    assert set(counts.values()) == {size // len(names)}
     # Round-robin order: every leading slice of the file stays balanced.
     assert [p.category for p in workload.prompts[: len(names)]] == list(names)
-    assert [p.id for p in workload] == [f"{register}-{i:04d}" for i in range(1, 151)]
-    texts = [p.text for p in workload]
-    assert all(t is not None and MIN_WORDS <= len(t.split()) <= MAX_WORDS for t in texts)
-    assert len(set(texts)) == 150
+    assert [p.category for p in workload.prompts] == list(names) * (size // len(names))
+    assert [p.id for p in workload] == [f"{register}-{i:04d}" for i in range(1, size + 1)]
+    for p in workload:
+        longest = MAX_QUOTE_WORDS if category_spec(register, p.category or "").quotes else MAX_WORDS
+        assert p.text is not None and MIN_WORDS <= len(p.text.split()) <= longest, p.id
+    assert len({p.text for p in workload}) == size
+
+
+def test_legal_golden_set_has_a_redlining_category() -> None:
+    """The category whose answer copies its prompt: each quotes a whole clause, then starts it again."""
+    workload = load_workload(_golden("legal"))
+    redline = [p.text or "" for p in workload if p.category == "legal/redline"]
+    assert len(redline) == 15
+    for text in redline:
+        # The quoted clause is closed (quoted whole) and the amended text has begun after it.
+        quote_start = text.index('"')
+        quote_end = text.index('"', quote_start + 1)
+        clause = text[quote_start + 1 : quote_end]
+        assert len(clause.split()) >= 10 and clause.endswith("."), text
+        # After it: the rest of the instruction ("..., is amended to read as follows.") and 2..8 words.
+        _, _, amended = text[quote_end + 1 :].partition(". ")
+        assert amended and 2 <= len(amended.split()) <= 8, text
+    # Its prompts are longer than the clause prompts: they carry the input the answer copies.
+    other = [len((p.text or "").split()) for p in workload if p.category != "legal/redline"]
+    assert min(len(t.split()) for t in redline) > sum(other) / len(other)
 
 
 @pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)
@@ -72,6 +96,11 @@ def test_prefix_check_finds_training_openings() -> None:
     assert training.starts_with(" ".join(doc.text.split()[:20]))
     assert held_out_violations([doc.text[:120]], "legal", sample=200) == [doc.text[:120]]
     assert not training.starts_with(doc.text[:120] + " and something no template says")
+    # A prompt longer than the stored openings is still checked exactly, against the whole document.
+    words = doc.text.split()
+    assert len(words) > MAX_WORDS + 10
+    assert training.starts_with(" ".join(words[: MAX_WORDS + 10]))
+    assert not training.starts_with(" ".join([*words[: MAX_WORDS + 9], "notaword"]))
 
 
 def test_cut_prompt() -> None:
@@ -83,11 +112,16 @@ def test_cut_prompt() -> None:
     long_first = [" ".join(["word"] * 60) + ".", "Next sentence."]
     for _ in range(50):
         assert 24 <= len(cut_prompt(long_first, rng).split()) <= 40
+    # A quoting sub-category keeps its first sentence whole, however long, and 2..8 words more.
+    follow = ["one two three four five six seven eight nine ten."]
+    for _ in range(50):
+        prompt = cut_prompt(long_first + follow[:0] + ["a b c d e f g h i j."], rng, quotes=True)
+        assert prompt.startswith(long_first[0]) and 62 <= len(prompt.split()) <= 68
 
 
 def test_cli_writes_golden_sets_held_out_from_the_described_corpus(tmp_path: Path) -> None:
     assert main(["--golden", str(tmp_path), "--general", "300", "--legal", "300", "--seed", "3"]) == 0
     for register in REGISTERS:
         prompts = [p.text or "" for p in load_workload(tmp_path / f"{register}.jsonl")]
-        assert len(prompts) == 150
+        assert len(prompts) == GOLDEN_SIZES[register]
         assert held_out_violations(prompts, register, sample=300, train_seed=3) == []

@@ -9,7 +9,8 @@ corpus: pure Python, ``random.Random`` only, identical output for the same seed.
 * ``legal``: commercial-contract clauses in stock contract phrasing (``legal/definitions``,
   ``legal/obligations``, ``legal/indemnity``, ``legal/termination``, ``legal/governing_law``,
   ``legal/confidentiality``, ``legal/liability``, ``legal/payment``, ``legal/warranties``,
-  ``legal/boilerplate``).
+  ``legal/boilerplate``), and ``legal/redline`` (a clause quoted, then given as amended), which the
+  golden sets use and the training corpus does not (:func:`training_categories`).
 
 Public API: :func:`generate_documents`, :func:`write_corpus`, :func:`corpus_stats`,
 :func:`write_golden_sets` (the bundled held-out golden sets), and the command line
@@ -25,11 +26,14 @@ from corpus.generate import (
     Document,
     Register,
     categories,
+    category_spec,
     generate_documents,
     iter_documents,
+    training_categories,
     write_corpus,
 )
 from corpus.golden import (
+    GOLDEN_SIZES,
     HOLDOUT_SAMPLE,
     GoldenPrompt,
     default_golden_dir,
@@ -42,6 +46,7 @@ from corpus.stats import CorpusStats, RegisterStats, corpus_stats, format_stats
 __all__ = [
     "DEFAULT_SEED",
     "GOLDEN_SEED",
+    "GOLDEN_SIZES",
     "HOLDOUT_SAMPLE",
     "REGISTER_NAMES",
     "CorpusStats",
@@ -50,6 +55,7 @@ __all__ = [
     "Register",
     "RegisterStats",
     "categories",
+    "category_spec",
     "corpus_stats",
     "default_golden_dir",
     "format_stats",
@@ -57,6 +63,7 @@ __all__ = [
     "golden_prompts",
     "held_out_violations",
     "iter_documents",
+    "training_categories",
     "write_corpus",
     "write_golden_sets",
 ]

@@ -2,8 +2,10 @@
 
 Each prompt is the beginning of a generated document, for a model to continue: the first sentence plus
 2 to 8 words of what follows, cut at a word boundary and kept to 12..40 words (a first sentence of 40
-words or more is itself cut, after 24 to 40 words). Prompts are balanced over the sub-categories and
-listed round-robin, so any leading slice of a file stays balanced too.
+words or more is itself cut, after 24 to 40 words). A sub-category whose opening quotes the text to work
+on (``legal/redline``: the clause as it reads, then the first words of it as amended) keeps its first
+sentence whole: 12..:data:`MAX_QUOTE_WORDS` words. Prompts are balanced over the sub-categories and listed
+round-robin, so any leading slice of a file stays balanced too.
 
 Held out, for real:
 
@@ -36,12 +38,17 @@ from corpus.generate import (
     Register,
     build_sentences,
     categories,
+    category_spec,
 )
 
 #: Training documents per register that golden prompts are checked against: the recommended training
 #: size (60k per register), so the whole default corpus is covered, not just a sample of it.
 HOLDOUT_SAMPLE = 60_000
 MIN_WORDS, MAX_WORDS = 12, 40
+#: The longest prompt of a quoting sub-category (its whole first sentence and 2..8 words more).
+MAX_QUOTE_WORDS = 110
+#: Prompts per register in the bundled files: 30 per general sub-category, 15 per legal one.
+GOLDEN_SIZES: dict[str, int] = {"general": 150, "legal": 165}
 # A candidate stream that keeps colliding means the grammar has too little variety left; fail loudly.
 _MAX_CANDIDATES_PER_PROMPT = 50
 
@@ -66,10 +73,16 @@ def default_golden_dir() -> Path:
     return directory
 
 
-def cut_prompt(sentences: Sequence[str], rng: random.Random) -> str:
-    """The first sentence plus 2 to 8 words of what follows, clamped to 12..40 words."""
+def cut_prompt(sentences: Sequence[str], rng: random.Random, *, quotes: bool = False) -> str:
+    """The first sentence plus 2 to 8 words of what follows, clamped to 12..40 words.
+
+    ``quotes``: the first sentence is kept whole however long (the input a continuation works on), and
+    2 to 8 words of the next follow it.
+    """
     first = len(sentences[0].split())
     words = " ".join(sentences).split()
+    if quotes:
+        return " ".join(words[: first + rng.randint(2, 8)])
     if first >= MAX_WORDS:
         target = rng.randint(24, MAX_WORDS)
     else:
@@ -80,19 +93,34 @@ def cut_prompt(sentences: Sequence[str], rng: random.Random) -> str:
 class TrainingPrefixes:
     """The openings of the first ``sample`` training documents of a register, searchable by prefix.
 
-    Only the opening sentences of each document are built, up to :data:`MAX_WORDS` words or more:
-    a prompt is never longer, so a document starts with a prompt exactly when its opening does.
+    Only the opening sentences of each document are built, up to :data:`MAX_WORDS` words or more: a
+    document starts with a prompt of at most that many words exactly when its opening does. A longer
+    prompt (a quoting sub-category's) is looked up by its first :data:`MAX_WORDS` words, and the few
+    documents whose opening starts so are built in full and compared: the check stays exact.
     """
 
     def __init__(self, register: Register, sample: int = HOLDOUT_SAMPLE, seed: int = DEFAULT_SEED) -> None:
-        self._texts = sorted(
-            " ".join(build_sentences(register, seed, i, max_words=MAX_WORDS)[1]) for i in range(sample)
+        self._register, self._seed = register, seed
+        openings = sorted(
+            (" ".join(build_sentences(register, seed, i, max_words=MAX_WORDS)[1]), i) for i in range(sample)
         )
+        self._texts = [text for text, _ in openings]
+        self._index = [i for _, i in openings]
 
     def starts_with(self, prompt: str) -> bool:
         """Whether some training document begins with ``prompt``."""
-        i = bisect.bisect_left(self._texts, prompt)
-        return i < len(self._texts) and self._texts[i].startswith(prompt)
+        words = prompt.split()
+        if len(words) <= MAX_WORDS:
+            i = bisect.bisect_left(self._texts, prompt)
+            return i < len(self._texts) and self._texts[i].startswith(prompt)
+        head = " ".join(words[:MAX_WORDS])
+        i = bisect.bisect_left(self._texts, head)
+        while i < len(self._texts) and self._texts[i].startswith(head):
+            full = " ".join(build_sentences(self._register, self._seed, self._index[i])[1])
+            if full.startswith(prompt):
+                return True
+            i += 1
+        return False
 
 
 def _cut_rng(register: str, seed: int, category: str, index: int) -> random.Random:
@@ -117,15 +145,20 @@ def golden_prompts(
     per_category: dict[str, list[str]] = {}
     seen: set[str] = set()
     for name in names:
+        quotes = category_spec(register, name).quotes
+        longest = MAX_QUOTE_WORDS if quotes else MAX_WORDS
         chosen: list[str] = []
         index = 0
         while len(chosen) < n // len(names):
             if index >= _MAX_CANDIDATES_PER_PROMPT * (len(chosen) + 1):
                 raise RuntimeError(f"{name}: too many candidates collide with training text or repeat")
-            _, sentences = build_sentences(register, seed, index, category=name, max_words=MAX_WORDS)
-            prompt = cut_prompt(sentences, _cut_rng(register, seed, name, index))
+            _, sentences = build_sentences(
+                register, seed, index, category=name, max_words=None if quotes else MAX_WORDS
+            )
+            prompt = cut_prompt(sentences, _cut_rng(register, seed, name, index), quotes=quotes)
             index += 1
-            if len(prompt.split()) < MIN_WORDS or prompt in seen or training.starts_with(prompt):
+            size = len(prompt.split())
+            if size < MIN_WORDS or size > longest or prompt in seen or training.starts_with(prompt):
                 continue
             seen.add(prompt)
             chosen.append(prompt)
@@ -151,7 +184,7 @@ def held_out_violations(
 
 def write_golden_sets(
     out_dir: str | os.PathLike[str] | None = None,
-    n_per_register: int = 150,
+    n_per_register: int | None = None,
     seed: int = GOLDEN_SEED,
     *,
     holdout_sample: int = HOLDOUT_SAMPLE,
@@ -159,15 +192,15 @@ def write_golden_sets(
 ) -> dict[str, Path]:
     """Write ``general.jsonl`` and ``legal.jsonl`` into ``out_dir`` (default: the package's own).
 
-    Returns the path written per register.
+    ``n_per_register`` prompts in each file (default :data:`GOLDEN_SIZES`). Returns the path written per
+    register.
     """
     directory = Path(out_dir) if out_dir is not None else default_golden_dir()
     directory.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     for register in REGISTER_NAMES:
-        prompts = golden_prompts(
-            register, n_per_register, seed, holdout_sample=holdout_sample, train_seed=train_seed
-        )
+        n = GOLDEN_SIZES[register] if n_per_register is None else n_per_register
+        prompts = golden_prompts(register, n, seed, holdout_sample=holdout_sample, train_seed=train_seed)
         path = directory / f"{register}.jsonl"
         with path.open("w", encoding="utf-8", newline="\n") as handle:
             for prompt in prompts:

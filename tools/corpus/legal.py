@@ -1,19 +1,20 @@
 """The legal register: commercial-contract clauses in the stock phrasing real contracts use.
 
-Ten sub-categories (definitions, obligations, indemnity, termination, governing law, confidentiality,
-liability, payment, warranties, and the boilerplate of force majeure, assignment, notices and the
-like). The phrasing is deliberately formulaic: the same stock phrases ("shall indemnify, defend and hold
-harmless ... from and against any and all losses ...", "with immediate effect by giving written notice
-to the other party if") recur across templates and documents, as they do in real contracts. That
-regularity is what lets a draft distilled on this register predict it well, while a general-purpose
-draft, which has never seen the phrases, does not. Variety comes from the slots (parties, sums,
-periods, clause references, laws) and the optional provisos and lettered lists, so the text cannot be
+Ten sub-categories of clauses (definitions, obligations, indemnity, termination, governing law,
+confidentiality, liability, payment, warranties, and the boilerplate of force majeure, assignment, notices
+and the like), and an eleventh that revises one of them (``legal/redline``, :mod:`corpus.legal_redline`),
+which only the golden sets use. The phrasing is deliberately formulaic: the same stock phrases ("shall
+indemnify, defend and hold harmless ... from and against any and all losses ...", "with immediate effect
+by giving written notice to the other party if") recur across templates and documents, as they do in real
+contracts. That regularity is what lets a draft distilled on this register predict it well, while a
+general-purpose draft, which has never seen the phrases, does not. Variety comes from the slots (parties,
+sums, periods, clause references, laws) and the optional provisos and lettered lists, so the text cannot be
 memorised sentence by sentence.
 """
 
 from __future__ import annotations
 
-from corpus import slots
+from corpus import legal_redline, slots
 from corpus.grammar import Expansion, Grammar, SlotFn
 from corpus.legal_rules_b import RULES_B
 from corpus.spec import CategorySpec, RegisterSpec
@@ -53,6 +54,7 @@ _CURRENCIES = (("£", "pounds sterling"), ("£", "pounds"), ("$", "US dollars"),
 BINDINGS = (
     "sup", "cus", "pa", "pb", "sup_role", "cus_role", "agr", "subj",
     "subj_bare", "law", "courts", "city", "arb", "seat", "cur_symbol", "cur_name", "cl",
+    *legal_redline.BINDINGS,
 )  # fmt: skip
 
 
@@ -89,6 +91,8 @@ def bind(exp: Expansion, category: str) -> None:
     exp.bind("cur_symbol", symbol)
     exp.bind("cur_name", currency)
     exp.bind("cl", str(rng.randint(2, 24)))
+    if category == legal_redline.NAME:  # after every other draw, so the other categories' streams stay
+        legal_redline.bind(exp)
 
 
 def _list(rule: str, conjunction: str, low: int = 2, high: int = 4) -> SlotFn:
@@ -659,6 +663,7 @@ RULES: dict[str, list[str]] = {
         "jurisdiction thereof.",
     ],
     **RULES_B,
+    **legal_redline.RULES,
 }
 
 _NAMES = (
@@ -669,10 +674,22 @@ _NAMES = (
 REGISTER = RegisterSpec(
     name="legal",
     grammar=Grammar(RULES, SLOTS, BINDINGS),
-    categories=tuple(
+    categories=(
         # ordered: sub-clauses follow the order the body rule lists them, as in a real contract.
-        CategorySpec(f"legal/{name}", f"{name}_open", f"{name}_body", sentences=(3, 6), ordered=True)
-        for name in _NAMES
+        *(
+            CategorySpec(f"legal/{name}", f"{name}_open", f"{name}_body", sentences=(3, 6), ordered=True)
+            for name in _NAMES
+        ),
+        # The clause as it reads, then as amended; never drawn into the training corpus (legal_redline).
+        CategorySpec(
+            legal_redline.NAME,
+            "redline_open",
+            "redline_body",
+            sentences=(2, 2),
+            drawn=False,
+            numbered=False,
+            quotes=True,
+        ),
     ),
     bind=bind,
     # Most contract text carries clause numbers; a run of "7.1 ... 7.2 ..." is itself very predictable.

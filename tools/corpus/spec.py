@@ -13,7 +13,12 @@ class CategorySpec:
     """One sub-category: a document opens with rule ``opening``, continues with distinct ``body``
     alternatives and ends with rule ``closing`` when there is one; ``sentences`` (inclusive range)
     sentences in all. ``ordered`` keeps the body sentences in the order the rule lists them, as a
-    contract's sub-clauses or a how-to's steps come in a fixed order."""
+    contract's sub-clauses or a how-to's steps come in a fixed order.
+
+    ``drawn`` False keeps a sub-category out of the random draw of documents that do not force one (the
+    training corpus): it is generated only when asked for by name (the golden sets). ``numbered`` False
+    keeps clause numbers off its sentences. ``quotes`` marks a sub-category whose opening sentence quotes
+    the input a continuation works on (a clause to revise): its golden prompts keep that sentence whole."""
 
     name: str
     opening: str
@@ -21,6 +26,9 @@ class CategorySpec:
     sentences: tuple[int, int]
     closing: str | None = None
     ordered: bool = False
+    drawn: bool = True
+    numbered: bool = True
+    quotes: bool = False
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ Torch-free on purpose: the CLI and configs check a candidate's name without load
 (docs/methods.md).
 """
 
-from specmeter.methods.entry import DRAFT_MODEL, method_entry, method_of_entry, vllm_speculative_config
+from specmeter.methods.engines import vllm_speculative_config
+from specmeter.methods.entry import DRAFT_MODEL, method_entry, method_of_entry
 from specmeter.methods.spec import (
     METHODS,
     DraftDir,

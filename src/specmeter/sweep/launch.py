@@ -8,7 +8,9 @@ configuration:
 ``{port}``      a free port on 127.0.0.1 chosen by specmeter (the server must listen on it)
 ``{k}``         the draft length (a schedule: its largest k)
 ``{draft}``     the draft model given to ``sweep --draft``
-``{spec}``      vLLM's ``--speculative-config`` JSON for this configuration (method, model, k, schedule)
+``{spec}``      vLLM's ``--speculative-config`` JSON for this configuration (method, model, k, schedule);
+                for a method spec given as the draft (``ngram:min=2,max=4``, ``suffix``), vLLM's
+                config for that method (``methods.engines``)
 ``{schedule}``  the ``num_speculative_tokens_per_batch_size`` JSON list (``serve --k-schedule``)
 ==============  ==========================================================================================
 
@@ -64,7 +66,8 @@ import httpx
 import psutil
 
 from specmeter.engine.schedule import KSchedule
-from specmeter.methods import MethodSpec, MethodSpecError, parse_candidate, vllm_speculative_config
+from specmeter.methods import MethodSpec, MethodSpecError, parse_candidate
+from specmeter.methods.engines import vllm_speculative_config
 
 __all__ = [
     "PLACEHOLDERS",
@@ -137,11 +140,15 @@ def free_port() -> int:
 def spec_config(k: int, draft: str | None, schedule: KSchedule | None, method: str) -> str:
     """vLLM's ``--speculative-config`` JSON for draft length ``k`` (or a schedule) with ``draft``.
 
-    ``draft`` may be a method spec (``ngram:min=2,max=4``, ``suffix``; docs/methods.md): the method and its
-    keys under vLLM's names then replace ``method`` and the model (``methods.vllm_speculative_config``)."""
+    ``draft`` may be a method spec (``ngram:min=2,max=4``, ``suffix``; docs/methods.md): the JSON is then
+    vLLM's config for that method (``methods.engines.vllm_speculative_config``), not a draft model's."""
     parsed = _method_spec(draft)
     if parsed is not None:
-        method_cfg = vllm_speculative_config(parsed, k if schedule is None else max(1, schedule.max_k))
+        largest = max(1, schedule.max_k if schedule is not None else k)
+        try:
+            method_cfg = vllm_speculative_config(parsed, largest)
+        except MethodSpecError as e:
+            raise LaunchError(f"{{spec}}: {e}") from None
         if schedule is not None:
             method_cfg["num_speculative_tokens_per_batch_size"] = schedule.to_json()
         return json.dumps(method_cfg)

@@ -1,0 +1,134 @@
+"""``legal/redline``: revising a clause, the legal task whose output copies its input.
+
+A redlining document quotes a clause of the contract as it reads now, then gives it as amended: the same
+clause with one change (a period, a party's standard of effort, an added proviso or lead-in). A model asked
+to continue after the first words of the amended text mostly copies the quoted clause, which is what a
+model-free proposer (n-gram lookup, suffix decoding) predicts for free and a draft model must learn.
+
+The quoted clause is a sentence of another legal sub-category's body (its own grammar, so it reads like the
+rest of the register), expanded once per document when the parties and the law are bound; the amendment
+is applied to that text, so the two versions differ only where the edit says.
+
+The sub-category is not drawn into the training corpus (``drawn=False``): it was added after the bundled
+models were trained, and leaving it out of the draw keeps their training corpus byte for byte what it was
+(docs/corpus.md). The golden sets ask for it by name.
+"""
+
+from __future__ import annotations
+
+import re
+
+from corpus import slots
+from corpus.grammar import Expansion, finish
+
+NAME = "legal/redline"
+#: Bindings this sub-category fills: the clause reference, the clause as it reads, and as amended.
+BINDINGS = ("red_ref", "orig", "rev")
+
+# Body rules a quoted clause comes from: every legal sub-category but definitions (which quote terms).
+_SOURCES = (
+    "obligations_body", "indemnity_body", "termination_body", "governing_law_body", "confidentiality_body",
+    "liability_body", "payment_body", "warranties_body", "boilerplate_body",
+)  # fmt: skip
+# A quoted clause of this many words (space-separated) at most, so prompt and answer stay short.
+_QUOTE_WORDS = (10, 60)
+_MAX_TRIES = 50
+
+# (phrase, its amended form): standards of effort and of timing a negotiation moves.
+_SWAPS = (
+    ("use all reasonable endeavours", "use its best endeavours"),
+    ("use its reasonable endeavours", "use all reasonable endeavours"),
+    ("use its best endeavours", "use all reasonable endeavours"),
+    ("use commercially reasonable efforts", "use its best endeavours"),
+    ("promptly", "without undue delay"),
+    ("immediately", "promptly"),
+    ("exclusive jurisdiction", "non-exclusive jurisdiction"),
+    ("non-exclusive jurisdiction", "exclusive jurisdiction"),
+    ("not to be unreasonably withheld or delayed", "not to be unreasonably withheld, conditioned or delayed"),
+    ("in writing", "in writing (including by email)"),
+    ("material breach", "material or persistent breach"),
+)
+_PERIOD = re.compile(r"\((\d+)\) (days|Business Days|months?)\b")
+
+RULES: dict[str, list[str]] = {
+    "redline_open": [
+        'With effect from the Amendment Date, {red_ref} of {agr}, which currently reads "{orig}", shall be '
+        "deleted in its entirety and replaced with the following.",
+        'The parties agree that {red_ref} of {agr}, which currently reads "{orig}", is amended to read as '
+        "follows.",
+        'With effect from {date}, {red_ref}, which reads "{orig}", is deleted and replaced with the text set '
+        "out below.",
+        '{red_ref} of {agr} currently reads "{orig}", and the parties have agreed to amend it as follows.',
+        'The text of {red_ref} of {agr}, namely "{orig}", shall be deleted and the following substituted.',
+        'In {agr}, {red_ref}, which currently reads "{orig}", is amended so that it reads as follows.',
+        'Pursuant to {cref}, {red_ref} of {agr}, which currently reads "{orig}", is varied to read as '
+        "follows.",
+        'As agreed between the parties, {red_ref}, which currently reads "{orig}", shall be amended to read '
+        "in full as follows.",
+        'By this Amendment, {red_ref} of {agr}, which presently reads "{orig}", is deleted and replaced in '
+        "its entirety by the following.",
+        'The parties wish to amend {red_ref} of {agr}, which at present reads "{orig}", so that it reads as '
+        "set out below.",
+    ],
+    "redline_body": [
+        '"{rev}"',
+        '"{rev}"',
+        'The amended {red_ref} reads: "{rev}"',
+        '{red_ref} (as amended): "{rev}"',
+        'New {red_ref}: "{rev}"',
+    ],
+}
+
+
+def bind(exp: Expansion) -> None:
+    """Bind the clause (``orig``), its amended text (``rev``) and its reference (``red_ref``).
+
+    Called after the register's own bindings, so the quoted clause names this document's parties.
+    """
+    rng = exp.rng
+    exp.bind("red_ref", f"Clause {exp.bindings['cl']}.{rng.randint(1, 9)}")
+    low, high = _QUOTE_WORDS
+    for _ in range(_MAX_TRIES):
+        text = finish(exp.rule(rng.choice(_SOURCES)))
+        if '"' not in text and low <= len(text.split()) <= high:
+            break
+    else:  # pragma: no cover - the grammar has hundreds of short clauses
+        raise RuntimeError(f"{NAME}: no clause of {low}..{high} words in {_MAX_TRIES} tries")
+    exp.bind("orig", text)
+    exp.bind("rev", revise(text, exp))
+
+
+def revise(text: str, exp: Expansion) -> str:
+    """``text`` with one amendment, chosen uniformly among those that apply to it.
+
+    A period replaced by another, a standard swapped (:data:`_SWAPS`), a proviso added at the end, or a
+    lead-in ("Subject to Clause 4.2, ...") added at the start. The amended text always differs.
+    """
+    rng = exp.rng
+    edits = ["proviso", "lead"]
+    period = _PERIOD.search(text)
+    if period is not None:
+        edits.append("period")
+    swaps = [(old, new) for old, new in _SWAPS if old in text]
+    if swaps:
+        edits.append("swap")
+    edit = rng.choice(edits)
+    if edit == "period" and period is not None:
+        n, unit = int(period.group(1)), period.group(2)
+        old = f"{slots.number_words(n)} ({n}) {unit}"
+        for _ in range(_MAX_TRIES):
+            new = slots.legal_duration(rng)
+            if new != old:
+                break
+        revised = text.replace(old, new, 1) if old in text else text
+    elif edit == "swap":
+        old, new = rng.choice(swaps)
+        revised = text.replace(old, new, 1)
+    elif edit == "lead":
+        lead = exp.rule("lead")
+        revised = lead + text[0].lower() + text[1:] if not text.startswith(lead.split()[0]) else text
+    else:
+        revised = ""
+    if revised == text or not revised:
+        revised = text[:-1] + exp.rule("proviso") + text[-1]
+    return finish(revised)
