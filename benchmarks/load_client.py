@@ -19,9 +19,12 @@ each concurrency level. Per level it prints, measured side by side in this one r
 Goals on the project's 2-core machine: ≥ 256 concurrent streams sustained (all complete, none stalls), and
 median TTFT error < 2 ms at concurrency 64. A full run takes well under two minutes.
 
-``--ttft-table 1,2,4`` runs only the paced server at concurrency 1, 16, 64 and 256, once per client
-process count (``load --client-processes N``: ``load.workers``), and prints the TTFT error table
-(about a minute).
+``--ttft-table 1,2,auto`` runs only the paced server at concurrency 1, 16, 64 and 256 (``--paced-levels``),
+once per client process count (``load --client-processes N``: ``load.workers``; ``auto`` is what ``load``
+picks by default, ``LoadConfig.client_process_count``), and prints the TTFT error table with each row's
+client CPU and its busiest process's (about a minute per repeat). ``--http lean,httpx`` runs every row
+with both HTTP clients one after the other — ``load.http1``, what ``load`` uses for ``http://``, and httpx,
+what it used before — so the two compare within one run, under the same machine load.
 """
 
 from __future__ import annotations
@@ -291,12 +294,12 @@ def ttft_table(args: argparse.Namespace) -> int:
     finally:
         server.terminate()
         server.join(5)
-    print(f"{'conc':>5} {'streams':>9} {'procs':>6} {'http':>6} {'requests':>8} {'TTFT err p50':>12} "
+    print(f"{'conc':>5} {'streams':>9} {'client procs':>12} {'http':>6} {'requests':>8} {'TTFT err p50':>12} "
           f"{'p90':>8} {'p99':>8} {'client CPU':>10} {'busiest':>8}")  # fmt: skip
     for mode, p, r in rows:
         procs = f"{r.processes}" + ("a" if p == "auto" else "")
         print(
-            f"{r.concurrency:>5} {mode:>9} {procs:>6} {r.http:>6} {r.ok:>8} "
+            f"{r.concurrency:>5} {mode:>9} {procs:>12} {r.http:>6} {r.ok:>8} "
             f"{_pct(r.ttft_error_ms, 0.5):>9.3f} ms {_pct(r.ttft_error_ms, 0.9):>8.3f} "
             f"{_pct(r.ttft_error_ms, 0.99):>8.3f} {100 * r.client_cpu:>9.0f}% "
             f"{100 * r.client_cpu_busiest:>7.0f}%"

@@ -261,6 +261,27 @@ def test_connections_are_kept_alive_and_a_stale_one_is_retried_once() -> None:
     assert len(connections) == 2  # one kept alive for three requests, one opened for the retry onwards
 
 
+def test_a_head_and_a_cut_body_in_one_read_keep_what_came_and_are_not_sent_again() -> None:
+    served = 0
+
+    async def handler(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stamps: list[float]
+    ) -> None:
+        nonlocal served
+        await _read_request(reader)
+        served += 1
+        writer.write(SSE_HEAD + _chunked(_event(0)) + _chunked(_event(1)) + b"5\r\ndata:")  # then it is gone
+        await writer.drain()
+
+    with raw_server(handler) as (url, _, _):
+        out = asyncio.run(_lean(_request(url)))
+    assert served == 1  # answered, so never retried as a stale connection
+    assert out.status == 200 and out.record.output_tokens == 2 and out.partial
+    assert out.error is not None and out.error.startswith(
+        "connection closed mid-stream: peer closed connection"
+    )
+
+
 @pytest.mark.parametrize("framing", ["content-length", "close", "gzip", "extensions"])
 def test_other_body_framings(framing: str) -> None:
     body = _event(0) + _event(1) + _event(2, "stop") + b"data: [DONE]\n\n"

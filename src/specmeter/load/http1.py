@@ -385,6 +385,8 @@ class Exchange:
             self._timer = self.loop.call_later(self.stall_timeout - idle, self._check_stall)
 
     async def _wait(self, ready: Callable[[], bool]) -> None:
+        """Until ``ready()``; a failure is raised only if it came before that (a head, then the connection's
+        end in the same read: the head is returned, the body's bytes are read, then the failure)."""
         while self._error is None and not ready():
             self._waiter = self.loop.create_future()
             self._arm()
@@ -395,7 +397,7 @@ class Exchange:
                 if self._timer is not None:
                     self._timer.cancel()
                     self._timer = None
-        if self._error is not None:
+        if self._error is not None and not ready():
             raise self._error
 
     async def head(self) -> None:
