@@ -282,6 +282,37 @@ def test_a_head_and_a_cut_body_in_one_read_keep_what_came_and_are_not_sent_again
     )
 
 
+def test_a_full_pool_makes_requests_wait_their_turn() -> None:
+    in_flight, most = 0, 0
+
+    async def handler(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stamps: list[float]
+    ) -> None:
+        nonlocal in_flight, most
+        while True:
+            await _read_request(reader)
+            in_flight += 1
+            most = max(most, in_flight)
+            writer.write(SSE_HEAD + _chunked(_event(0)))
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            in_flight -= 1
+            writer.write(_chunked(_event(1, "length")) + b"0\r\n\r\n")
+            await writer.drain()
+
+    async def go(url: str) -> list[RequestOutcome]:
+        shards = ClientShards(per_shard=1)  # pools of 1 + 2 connections
+        try:
+            return await asyncio.gather(*(stream_request(shards.get(0), _request(url)) for _ in range(7)))
+        finally:
+            await shards.aclose()
+
+    with raw_server(handler) as (url, _, connections):
+        outcomes = asyncio.run(go(url))
+    assert [o.record.output_tokens for o in outcomes] == [2] * 7 and all(o.ok for o in outcomes)
+    assert len(connections) == 3 and most == 3  # never more than the pool's cap at once
+
+
 @pytest.mark.parametrize("framing", ["content-length", "close", "gzip", "extensions"])
 def test_other_body_framings(framing: str) -> None:
     body = _event(0) + _event(1) + _event(2, "stop") + b"data: [DONE]\n\n"

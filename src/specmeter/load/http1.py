@@ -736,6 +736,10 @@ class Pool:
             self._forget(conn)
 
     async def aclose(self) -> None:
+        if self._flushing is not None:
+            self._flushing.cancel()
+            self._flushing = None
+        self._queued = []
         conns, self._all, self._idle = list(self._all), set(), {}
         self._open = 0
         for conn in conns:
