@@ -19,9 +19,12 @@ each concurrency level. Per level it prints, measured side by side in this one r
 Goals on the project's 2-core machine: ≥ 256 concurrent streams sustained (all complete, none stalls), and
 median TTFT error < 2 ms at concurrency 64. A full run takes well under two minutes.
 
-``--ttft-table 1,2,4`` runs only the paced server at concurrency 1, 16, 64 and 256, once per client
-process count (``load --client-processes N``: ``load.workers``), and prints the TTFT error table
-(about a minute).
+``--ttft-table 1,2,auto`` runs only the paced server at concurrency 1, 16, 64 and 256 (``--paced-levels``),
+once per client process count (``load --client-processes N``: ``load.workers``; ``auto`` is what ``load``
+picks by default, ``LoadConfig.client_process_count``), and prints the TTFT error table with each row's
+client CPU and its busiest process's (about a minute per repeat). ``--http lean,httpx`` runs every row
+with both HTTP clients one after the other — ``load.http1``, what ``load`` uses for ``http://``, and httpx,
+what it used before — so the two compare within one run, under the same machine load.
 """
 
 from __future__ import annotations
@@ -121,6 +124,8 @@ class Level:
     errors: list[str]
     client_cpu: float = 0.0  # client CPU seconds (worker processes included) per wall second during the level
     processes: int = 1  # processes that read the streams (load --client-processes)
+    http: str = "lean"  # the HTTP client that read them: load.http1 (lean) or httpx (load before it)
+    client_cpu_busiest: float = 0.0  # the busiest of those processes' CPU seconds per wall second
 
 
 async def _level(
@@ -132,6 +137,7 @@ async def _level(
     interval_ms: float,
     stagger: bool = False,
     processes: int = 1,
+    http: str = "lean",
 ) -> Level:
     from specmeter.load.client import StreamRequest
     from specmeter.load.loop import Streams
@@ -152,7 +158,12 @@ async def _level(
     outcomes = []
     rng = random.Random(concurrency)
     # What `load` runs: one process with small sharded pools, or `--client-processes N` workers.
-    streams = WorkerStreams(processes, stall_timeout=30.0) if processes > 1 else Streams(stall_timeout=30.0)
+    lean = http == "lean"
+    streams = (
+        WorkerStreams(processes, stall_timeout=30.0, lean_http=lean)
+        if processes > 1
+        else Streams(stall_timeout=30.0, lean_http=lean)
+    )
     try:
         await streams.start()
         streams.prepare(concurrency)
@@ -170,9 +181,12 @@ async def _level(
                 in_flight -= 1
 
         start, cpu = time.perf_counter(), time.process_time() + streams.cpu_seconds()
+        per0 = (time.process_time(), *streams.cpu_by_process())
         await asyncio.gather(*(worker(slot) for slot in range(concurrency)))
         wall = time.perf_counter() - start
         cpu = time.process_time() + streams.cpu_seconds() - cpu
+        per = (time.process_time(), *streams.cpu_by_process())
+        busiest = max(b - a for a, b in zip(per0, per, strict=False))
     finally:
         await streams.aclose()
     ok = [o for o in outcomes if o.ok]
@@ -198,6 +212,8 @@ async def _level(
         errors,
         cpu / wall,
         processes,
+        http,
+        busiest / wall,
     )
 
 
@@ -238,42 +254,62 @@ def _start_server(pin: bool) -> tuple[Any, str]:
     return server, f"http://127.0.0.1:{receive.recv()}"
 
 
+def auto_processes(concurrency: int, requests: int) -> int:
+    """What ``load --client-processes auto`` (the default) starts for one level of this many streams."""
+    from specmeter.load.config import LoadConfig, Phase
+    from specmeter.load.limits import client_cores
+
+    cfg = LoadConfig(endpoint="http://127.0.0.1:9", prompts=(), phases=(Phase(concurrency=concurrency),),
+                     limit=requests)  # fmt: skip
+    return cfg.client_process_count(client_cores())
+
+
 def ttft_table(args: argparse.Namespace) -> int:
     """Client TTFT − server-stamped TTFT against the paced server, per client process count and level."""
-    processes = [int(x) for x in args.ttft_table.split(",") if x]
+    processes = [x.strip() for x in args.ttft_table.split(",") if x.strip()]
     levels = (
         [int(x) for x in args.paced_levels.split(",") if x]
         if args.paced_levels != "1,64,256"
         else [1, 16, 64, 256]
     )
+    modes = [m for m in (("lockstep", False), ("staggered", True)) if m[0] in args.modes.split(",")]
+    clients = [h for h in args.http.split(",") if h]
     server, url = _start_server(args.pin)
-    rows: list[tuple[str, Level]] = []
+    rows: list[tuple[str, str, Level]] = []
     try:
         print(
             f"paced server on {url}: one chunk per {args.interval_ms:g} ms, {args.paced_chunks} chunks per "
             f"stream; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before the run"
         )
-        for c in levels:
-            for mode, stagger in (("lockstep", False), ("staggered", True)):
-                for n in processes:
-                    level = _level(url, c, max(2 * c, 4 if args.smoke else 40), args.paced_chunks,
-                                   args.tokens_per_chunk, args.interval_ms, stagger, n)  # fmt: skip
-                    rows.append((mode, asyncio.run(level)))
+        for _ in range(args.repeats):
+            for c in levels:
+                requests = max(args.requests_per_stream * c, 4 if args.smoke else 40)
+                for mode, stagger in modes:
+                    for p in processes:
+                        n = auto_processes(c, requests) if p == "auto" else int(p)
+                        for http in clients:  # side by side: the same level, one client after the other
+                            level = _level(url, c, requests, args.paced_chunks, args.tokens_per_chunk,
+                                           args.interval_ms, stagger, n, http)  # fmt: skip
+                            rows.append((mode, p, asyncio.run(level)))
     finally:
         server.terminate()
         server.join(5)
-    print(f"{'conc':>5} {'streams':>9} {'client procs':>12} {'requests':>8} {'TTFT err p50':>12} {'p90':>8} "
-          f"{'p99':>8} {'client CPU':>10}")  # fmt: skip
-    for mode, r in rows:
+    print(f"{'conc':>5} {'streams':>9} {'client procs':>12} {'http':>6} {'requests':>8} {'TTFT err p50':>12} "
+          f"{'p90':>8} {'p99':>8} {'client CPU':>10} {'busiest':>8}")  # fmt: skip
+    for mode, p, r in rows:
+        procs = f"{r.processes}" + ("a" if p == "auto" else "")
         print(
-            f"{r.concurrency:>5} {mode:>9} {r.processes:>12} {r.ok:>8} {_pct(r.ttft_error_ms, 0.5):>9.3f} ms "
-            f"{_pct(r.ttft_error_ms, 0.9):>8.3f} {_pct(r.ttft_error_ms, 0.99):>8.3f} "
-            f"{100 * r.client_cpu:>9.0f}%"
+            f"{r.concurrency:>5} {mode:>9} {procs:>12} {r.http:>6} {r.ok:>8} "
+            f"{_pct(r.ttft_error_ms, 0.5):>9.3f} ms {_pct(r.ttft_error_ms, 0.9):>8.3f} "
+            f"{_pct(r.ttft_error_ms, 0.99):>8.3f} {100 * r.client_cpu:>9.0f}% "
+            f"{100 * r.client_cpu_busiest:>7.0f}%"
         )
+        if r.failed:
+            print(f"      {r.failed} failed: {'; '.join(r.errors[:3])}")
     print(f"load average {os.getloadavg()[0]:.1f} after the run")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump([{"mode": m, **r.__dict__} for m, r in rows], fh)
+            json.dump([{"mode": m, "setting": p, **r.__dict__} for m, p, r in rows], fh)
     return 0
 
 
@@ -291,9 +327,22 @@ def main(argv: list[str] | None = None) -> int:
         "--ttft-table",
         metavar="PROCESSES",
         help="Only the TTFT error table: paced server, levels 1,16,64,256 (or --paced-levels), for each "
-        "client process count in this list (e.g. 1,2,4: load --client-processes).",
+        "client process count in this list (e.g. 1,2,auto: load --client-processes).",
     )
     parser.add_argument("--json", help="Also write the figures as JSON to this file.")
+    parser.add_argument(
+        "--http",
+        default="lean",
+        help="--ttft-table: the HTTP clients to compare, side by side per level: lean (load.http1, what load "
+        "uses for http://), httpx (what it used before), or lean,httpx.",
+    )
+    parser.add_argument("--modes", default="lockstep,staggered", help="--ttft-table: lockstep, staggered.")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="--ttft-table: run the whole table this often."
+    )
+    parser.add_argument(
+        "--requests-per-stream", type=int, default=2, help="--ttft-table: requests per level = this × conc."
+    )
     parser.add_argument(
         "--smoke",
         action="store_true",

@@ -347,7 +347,7 @@ def test_client_processes_and_max_error_rate_options(tmp_path: Path, monkeypatch
     result = invoke(*base, "--max-error-rate", "0.2")  # 1 of 4 failed
     assert result.exit_code == 1
     assert "error: --max-error-rate 0.2: 1 of 4 requests failed (25.0%: HTTP 500 ×1)" in result.stderr
-    assert seen[-1].load.client_processes == 1
+    assert seen[-1].load.client_processes == "auto"  # the default: from the levels and the cores
     assert_usage_error(invoke(*base, "--client-processes", "0"), "--client-processes")
     assert_usage_error(invoke(*base, "--client-processes", "65"), "--client-processes")
     assert_usage_error(invoke(*base, "--max-error-rate", "1.5"), "--max-error-rate")

@@ -17,7 +17,7 @@ from typing import Any
 from specmeter.cli.common import check_range, fail, parse_float_list, parse_int_list, parse_option
 from specmeter.cli.options import Shared, option
 from specmeter.exitcodes import EXIT_FAILED
-from specmeter.load.config import LoadConfig, LoadConfigError, Phase
+from specmeter.load.config import STREAMS_PER_CLIENT_PROCESS, LoadConfig, LoadConfigError, Phase
 
 __all__ = ["HEAD", "TAIL", "check_failures", "levels", "load_config"]
 
@@ -46,9 +46,11 @@ TAIL: tuple[Shared, ...] = (
            default=_C.stall_timeout),
     option("request_timeout", float | None, "--request-timeout", help="Seconds per request, overall.",
            default=_C.request_timeout),
-    option("client_processes", int, "--client-processes",
-           help="Worker processes that read the streams, each stamping arrivals on its own event loop "
-           "(TTFT stays exact with many streams open; costs their CPU).", default=_C.client_processes),
+    option("client_processes", str, "--client-processes",
+           help="Processes that read the streams, each stamping arrivals on its own event loop (TTFT stays "
+           "exact with many streams open; costs their CPU): a number (1 = this process), or auto: one per "
+           f"{STREAMS_PER_CLIENT_PROCESS} streams of the busiest level, at most one per core.",
+           default=_C.client_processes),
     option("slo", str | None, "--slo",
            help="Per-request limits, any subset: ttft_p99_ms=…,tpot_p99_ms=…,gap_p99_ms=…,"
            "gap_per_token_p99_ms=… → attainment (Wilson 95%) and goodput per level.", default=None),

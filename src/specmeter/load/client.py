@@ -27,14 +27,15 @@ from typing import Any, ClassVar
 
 import httpx
 
+from specmeter.load import http1
 from specmeter.metrics.records import Emission, FinishReason, RequestRecord
 from specmeter.monitoring.acceptance import steps_from_report
 from specmeter.monitoring.adapters import request_report
 from specmeter.wire.sse import DONE, SSEParser
 
 __all__ = [
-    "ClientShards", "RequestOutcome", "StreamRequest", "StreamState", "TooDeep", "encode_body", "parse_json",
-    "printable", "stream_request",
+    "ClientShards", "RequestOutcome", "Shard", "StreamRequest", "StreamState", "TooDeep", "encode_body",
+    "parse_json", "printable", "stream_request",
 ]  # fmt: skip
 
 try:
@@ -290,9 +291,17 @@ class StreamState:
                     tokens = predicted - self.predicted
                     self.sources.add("timings")
                 self.predicted = predicted
-        report = request_report(obj)
-        if report is not None:
-            self.spec = report
+        # request_report reads "metrics", "timings" or a "meta_info" (top level or in a choice): a chunk with
+        # none of them (almost every one) skips it — a fifth of this method's time per chunk otherwise.
+        if (
+            "metrics" in obj
+            or timings is not None
+            or "meta_info" in obj
+            or (isinstance(choices, list) and any(isinstance(c, dict) and "meta_info" in c for c in choices))
+        ):
+            report = request_report(obj)
+            if report is not None:
+                self.spec = report
         if (tokens is not None and tokens > 0) or (tokens is None and text):
             self.chunks.append([now, tokens])
             if self.first_payload is None:
@@ -464,8 +473,90 @@ async def _run(
         state.malformed += parser.malformed
 
 
+async def _run_http1(
+    shard: Shard,
+    target: http1.Target,
+    request: StreamRequest,
+    state: StreamState,
+    headers: Mapping[str, str] | None,
+    connect_timeout: float,
+    stall_timeout: float,
+) -> None:
+    """``_run`` on the lean HTTP/1.1 client (``load.http1``): the same reading, failures and wording.
+
+    Each piece of the body is read inside the socket's read callback with the stamp ``data_received`` took
+    before any parsing, so a chunk's arrival time no longer waits behind the HTTP stack's layers or behind
+    other streams' tasks (docs/serving.md, "Benchmark")."""
+    parser = SSEParser()
+    try:
+        body = encode_body(request.payload)
+    except ValueError as e:  # never sent: recorded as failed, saying why, and the run goes on
+        state.error = f"not sent: {e}"
+        return
+    headers = {"Content-Type": "application/json", **(headers or {})}
+
+    def sent() -> None:
+        state.sent = True  # the request is being written to an open connection (httpx's trace event)
+
+    exchange: http1.Exchange | None = None
+    try:
+        exchange = await shard.pool.send(
+            target, "POST", headers, body, connect_timeout=connect_timeout, write_timeout=connect_timeout,
+            stall_timeout=stall_timeout, on_sent=sent,
+        )  # fmt: skip
+        state.status = exchange.status
+        if exchange.status != 200:
+            error_body = await exchange.read_at_most(MAX_ERROR_BODY)
+            state.error = f"HTTP {exchange.status}: {_error_message(error_body)}"
+            if exchange.status in (401, 403):
+                state.error += f" ({AUTH_HINT})"
+            return
+        unfinished = 0  # bytes read since the last complete event
+        too_long = False
+        limit = MAX_EVENT_BYTES
+
+        def on_data(raw: bytes, now: float) -> bool:
+            nonlocal unfinished, too_long
+            events = parser.feed(raw)
+            unfinished = 0 if events else unfinished + len(raw)
+            if unfinished > limit:
+                too_long = True
+                return True
+            return any(state.handle(data, now) for data in events)  # stops at the first that ends it
+
+        if await exchange.stream(on_data):
+            if too_long:
+                state.error = f"unreadable stream: an event longer than {limit} bytes"
+                return
+            # Read what is left (normally just the chunked terminator) so the connection returns to the
+            # pool instead of being closed; bounded, because a server may hold the stream open.
+            await exchange.drain(DRAIN_TIMEOUT)
+            return
+        now = perf_counter()
+        for data in parser.close():
+            if state.handle(data, now):
+                break
+    except http1.ConnectFailed as e:
+        state.error = f"connection failed: {printable(str(e)) or 'connection refused'}"
+    except http1.Stalled:
+        state.error = f"stalled: no data for {stall_timeout:g}s"
+    except http1.ConnectTimedOut:
+        state.error = f"connection failed: timed out after {connect_timeout:g} s"
+    except http1.WriteTimedOut:
+        state.error = f"timeout: sending the request timed out after {connect_timeout:g} s"
+    except http1.Disconnected as e:
+        state.error = f"connection closed mid-stream: {printable(str(e))}"
+        state.unanswered = state.status is None and not state.chunks
+    except http1.ReadFailed as e:
+        state.error = f"ReadError: {printable(str(e))}"
+    finally:
+        state.malformed += parser.malformed
+        if exchange is not None:
+            shard.pool.release(exchange)
+
+
 async def stream_request(
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient | Shard,
     request: StreamRequest,
     *,
     headers: Mapping[str, str] | None = None,
@@ -482,11 +573,19 @@ async def stream_request(
     written), the server received it all the same, so ``on_cancel`` gets its outcome first
     (``interrupted``, with whatever had arrived), for the caller's records to count every request the
     server received; one cancelled before that is not recorded.
+
+    ``client`` is an httpx client, or a ``Shard`` (what ``load`` passes): its lean HTTP/1.1 pool reads a
+    plain ``http://`` URL (``load.http1``: stamps at the socket read), its httpx client every other one.
     """
     timeout = httpx.Timeout(connect=connect_timeout, read=stall_timeout, write=connect_timeout, pool=None)
+    target = client.target(request.url) if isinstance(client, Shard) else None
     for attempt in range(2):
         state = state_type(t0=perf_counter())
-        run = _run(client, request, state, headers, timeout, stall_timeout)
+        if isinstance(client, Shard) and target is not None:
+            run = _run_http1(client, target, request, state, headers, connect_timeout, stall_timeout)
+        else:
+            http = client.httpx if isinstance(client, Shard) else client
+            run = _run(http, request, state, headers, timeout, stall_timeout)
         try:
             if total_timeout is None:
                 await run
@@ -510,21 +609,46 @@ async def stream_request(
     return state.outcome(request)
 
 
+class Shard:
+    """The connections of one group of slots: a lean HTTP/1.1 pool (``load.http1``) for plain ``http://``
+    URLs and an httpx client for the rest (``https://``, credentials in the URL, a proxy)."""
+
+    def __init__(self, httpx_client: httpx.AsyncClient, size: int, lean: bool = True) -> None:
+        self.httpx = httpx_client
+        self.pool = http1.Pool(size)
+        self.lean = lean  # False: httpx reads every URL (benchmarks/load_client.py compares the two)
+        self._targets: dict[str, http1.Target | None] = {}
+
+    def target(self, url: str) -> http1.Target | None:
+        """Where the lean client sends ``url``; None when httpx must (``http1.target``); kept per URL."""
+        try:
+            return self._targets[url]
+        except KeyError:
+            found = self._targets[url] = http1.target(url) if self.lean else None
+            return found
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+        await self.httpx.aclose()
+
+
 class ClientShards:
-    """Several small httpx clients instead of one big pool, picked by a slot number (a worker, a request).
+    """Several small connection pools instead of one big one, picked by a slot number (a worker, a request).
 
     httpcore scans every pooled connection on every request start and end, so one client holding hundreds
     of streaming connections spends more CPU on bookkeeping than on the streams (measured in
-    benchmarks/load_client.py: about 4x fewer chunks/s at 64 streams). Clients are created on first use.
+    benchmarks/load_client.py: about 4x fewer chunks/s at 64 streams). Each shard (``Shard``) holds a lean
+    HTTP/1.1 pool and an httpx client, both sized for its slots; they are created on first use.
     """
 
-    def __init__(self, per_shard: int = 8, **client_kwargs: object) -> None:
+    def __init__(self, per_shard: int = 8, lean: bool = True, **client_kwargs: object) -> None:
         self.per_shard = max(1, per_shard)
+        self.lean = lean
         self._kwargs = client_kwargs
-        self._clients: dict[int, httpx.AsyncClient] = {}
+        self._clients: dict[int, Shard] = {}
         self._ssl: ssl.SSLContext | None = None
 
-    def get(self, slot: int) -> httpx.AsyncClient:
+    def get(self, slot: int) -> Shard:
         shard = slot // self.per_shard
         client = self._clients.get(shard)
         if client is None:
@@ -534,8 +658,8 @@ class ClientShards:
                 self._ssl = httpx.create_ssl_context()
             size = self.per_shard + 2
             limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-            client = httpx.AsyncClient(limits=limits, verify=self._ssl, **self._kwargs)  # type: ignore[arg-type]
-            self._clients[shard] = client
+            http = httpx.AsyncClient(limits=limits, verify=self._ssl, **self._kwargs)  # type: ignore[arg-type]
+            client = self._clients[shard] = Shard(http, size, self.lean)
         return client
 
     def prepare(self, slots: int) -> None:

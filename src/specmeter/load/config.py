@@ -24,8 +24,10 @@ if TYPE_CHECKING:  # types only: the CLI reads the defaults at start-up without 
     from specmeter.workloads.loader import Prompt
 
 __all__ = [
+    "CLIENT_BUSY",
     "MAX_CLIENT_PROCESSES",
     "MAX_SECONDS",
+    "STREAMS_PER_CLIENT_PROCESS",
     "WARMUP_UNKNOWN_LATENCY",
     "Api",
     "Arrival",
@@ -47,6 +49,11 @@ Api = Literal["auto", "completions", "chat", "messages"]
 
 WARMUP_UNKNOWN_LATENCY = 4  # a rate level's warm-up when no request of the endpoint has completed yet
 MAX_CLIENT_PROCESSES = 64  # --client-processes: worker processes reading the streams (loadworkers)
+# --client-processes auto: one process reads up to this many streams in flight; more take more processes,
+# at most one per core (docs/serving.md, "Benchmark": the TTFT error against the streams one process reads).
+STREAMS_PER_CLIENT_PROCESS = 32
+CLIENT_BUSY = 0.9  # a client process busier than this share of a core during a level: the client was the
+# bottleneck, and the level's figures may be its own (load.result warns)
 
 
 class LoadError(RuntimeError):
@@ -179,7 +186,9 @@ class LoadConfig:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     stall_timeout: float = 60.0
     request_timeout: float | None = None
-    client_processes: int = 1  # worker processes that read the streams (loadworkers); 1 = in-process
+    # Processes that read the streams (loadworkers): 1 = in-process, N > 1 = N worker processes, "auto" =
+    # from the levels' streams and the cores (client_process_count); the CLI may pass the text it was given.
+    client_processes: int | Literal["auto"] = "auto"
     blocks: int | None = None  # alternation blocks per phase; None = automatic
     slo: SLO | None = None  # --slo: every level's requests judged against it (metrics.slo)
 
@@ -215,9 +224,7 @@ class LoadConfig:
                 )
         _in("--stall-timeout", self.stall_timeout, 0, MAX_SECONDS, open_low=True)
         _in("--request-timeout", self.request_timeout, 0, MAX_SECONDS, open_low=True)
-        if not 1 <= self.client_processes <= MAX_CLIENT_PROCESSES:
-            raise LoadConfigError(f"--client-processes must be between 1 and {MAX_CLIENT_PROCESSES}, "
-                                  f"got {self.client_processes}")  # fmt: skip
+        self.client_processes = _client_processes(self.client_processes)
         _in("--k", self.k, 1, K_MAX_LIMIT)
         _in("--blocks", self.blocks, 1, limits.MAX_BLOCKS)
         from specmeter.load.client import encode_body  # here: the CLI reads defaults without httpx
@@ -268,6 +275,32 @@ class LoadConfig:
             "client_processes": self.client_processes,
             "extra_body": dict(self.extra_body) or None,
         }
+
+    def peak_streams(self) -> int:
+        """The most requests any level can have in flight at once: a concurrency (at most the level's
+        requests), or an open-loop level's request count (``--duration``: rate × duration), at least 1."""
+        size = self.level_size()
+        peak = 1
+        for phase in self.phases:
+            if phase.concurrency is not None:
+                streams = phase.concurrency if size is None else min(phase.concurrency, size)
+            elif size is not None:
+                streams = size
+            else:
+                rate = self.offered_rate(phase)
+                streams = math.ceil(rate * (self.duration or 0.0)) if rate is not None else size or 1
+            peak = max(peak, streams)
+        return peak
+
+    def client_process_count(self, cores: int, streams: int | None = None) -> int:
+        """How many processes read the streams: ``--client-processes N`` as given; ``auto``: one per
+        :data:`STREAMS_PER_CLIENT_PROCESS` streams of the busiest level (``peak_streams``, or ``streams``
+        when more: a sweep's search may go beyond the levels), at most one per core of the ``cores`` this
+        process may run on, at least 1 (1 = in-process, no worker started)."""
+        if self.client_processes != "auto":
+            return int(self.client_processes)
+        wanted = math.ceil(max(self.peak_streams(), streams or 0) / STREAMS_PER_CLIENT_PROCESS)
+        return max(1, min(wanted, cores, MAX_CLIENT_PROCESSES))
 
     def level_size(self) -> int | None:
         """Requests per level and endpoint; None when a level is bounded by ``--duration``."""
@@ -325,6 +358,25 @@ class LoadConfig:
 
             return messages_headers(self.api_key)
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else None
+
+
+def _client_processes(value: object) -> int | Literal["auto"]:
+    """``--client-processes``: ``auto`` or a whole number in [1, MAX_CLIENT_PROCESSES] (text as typed)."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return "auto"
+        try:
+            value = int(text)
+        except ValueError:
+            raise LoadConfigError(
+                f"--client-processes must be auto or a number between 1 and {MAX_CLIENT_PROCESSES}, "
+                f"got {value!r}"
+            ) from None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CLIENT_PROCESSES:
+        raise LoadConfigError(f"--client-processes must be auto or between 1 and {MAX_CLIENT_PROCESSES}, "
+                              f"got {value}")  # fmt: skip
+    return value
 
 
 def levels_echo(phases: Sequence[Phase]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ import httpx
 from specmeter.load.arrivals import arrival_gaps
 from specmeter.load.client import RequestOutcome, StreamState
 from specmeter.load.config import Endpoint, LoadConfig, Phase, Role
+from specmeter.load.limits import client_cores
 from specmeter.load.loop import OPEN_LOOP_SLOTS, Streams, closed_loop, open_loop
 from specmeter.load.messages_stream import MessagesStream
 from specmeter.load.readings import ServerReadings, read, sampling_queue
@@ -53,6 +54,9 @@ class RoleResult:
     wall_s: float = 0.0
     readings: ServerReadings = field(default_factory=ServerReadings)
     client_cpu_s: float = 0.0  # the client's CPU time (workers included) during the level's blocks
+    # The same per process (this one first, then each worker): how busy the busiest one was (load.result).
+    client_cpu_by_process: list[float] = field(default_factory=list)
+    client_processes: int = 1  # processes that read the streams (1: this one; N > 1: N workers)
     warmup_requests: int = 0  # unrecorded requests sent at the level's load just before it (warm_level)
     warmup_failed: int = 0  # of which failed
     warmup_s: float = 0.0  # their wall time, outside ``wall_s``
@@ -74,22 +78,26 @@ class PhaseResult:
 class LevelRunner:
     """Runs load levels against resolved endpoints (``load.readings.resolve``) with one set of streams."""
 
-    def __init__(self, config: LoadConfig, client: httpx.AsyncClient) -> None:
+    def __init__(self, config: LoadConfig, client: httpx.AsyncClient, streams: int | None = None) -> None:
+        """``streams``: the most streams a level beyond ``config.phases`` may hold (a sweep's concurrency
+        search), counted by ``--client-processes auto``."""
         self.cfg = config
         self.client = client  # scrapes; streams go through their own sharded pools
         self._latency: dict[str, float] = {}  # by endpoint URL: its latest median latency, s (_note_latency)
         headers, stall, total = config.headers, config.stall_timeout, config.request_timeout
         state_type = MessagesStream if config.api == "messages" else StreamState
-        # One process reads every stream, or N worker processes stamp on their own loops (loadworkers).
+        # One process reads every stream, or N worker processes stamp on their own loops (loadworkers);
+        # --client-processes auto picks N from the busiest level's streams and the cores.
+        self.client_processes = config.client_process_count(client_cores(), streams)
         self.streams: Streams | WorkerStreams = (
             WorkerStreams(
-                config.client_processes,
+                self.client_processes,
                 headers=headers,
                 stall_timeout=stall,
                 request_timeout=total,
                 state_type=state_type,
             )
-            if config.client_processes > 1
+            if self.client_processes > 1
             else Streams(headers=headers, stall_timeout=stall, request_timeout=total, state_type=state_type)
         )
 
@@ -184,7 +192,9 @@ class LevelRunner:
                 answers.append(outcome.text)
 
         before = await read(self.client, ep, into.readings)
+        into.client_processes = self.client_processes
         t0, cpu0 = perf_counter(), process_time() + self.streams.cpu_seconds()
+        per0 = (process_time(), *self.streams.cpu_by_process())
         try:
             # The server's running/waiting gauges while the block runs (loadreadings.sampling_queue).
             async with sampling_queue(self.client, ep, into.readings):
@@ -201,6 +211,11 @@ class LevelRunner:
         finally:
             into.wall_s += perf_counter() - t0
             into.client_cpu_s += process_time() + self.streams.cpu_seconds() - cpu0
+            per = (process_time(), *self.streams.cpu_by_process())
+            if len(into.client_cpu_by_process) < len(per):
+                into.client_cpu_by_process += [0.0] * (len(per) - len(into.client_cpu_by_process))
+            for i, (a, b) in enumerate(zip(per0, per, strict=False)):
+                into.client_cpu_by_process[i] += b - a
         after = await read(self.client, ep, into.readings)
         if before is not None and after is not None:
             into.readings.add(before, after)

@@ -23,6 +23,7 @@ Ctrl-C, while ``--rate 1e-300`` or a trace line at t = 10⁸ s waited for years)
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ __all__ = [
     "MIN_TRACE_SPEED",
     "STREAM_BYTES",
     "StreamBound",
+    "client_cores",
     "ensure_open_files",
     "stream_bound",
 ]
@@ -106,3 +108,12 @@ def ensure_open_files(streams: int) -> None:
     target = want if hard == resource.RLIM_INFINITY else min(want, hard)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def client_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS says; else the machine's): the most
+    stream-reading processes ``--client-processes auto`` starts (``LoadConfig.client_process_count``)."""
+    if hasattr(os, "sched_getaffinity"):
+        with contextlib.suppress(OSError):
+            return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

@@ -38,8 +38,11 @@ class Streams:
         stall_timeout: float = 60.0,
         request_timeout: float | None = None,
         state_type: type[StreamState] = StreamState,
+        lean_http: bool = True,
     ) -> None:
-        self.shards = ClientShards()
+        # lean_http=False: httpx reads plain http:// streams too (what load did before load.http1; only
+        # benchmarks/load_client.py asks for it, to compare the two side by side).
+        self.shards = ClientShards(lean=lean_http)
         self.headers, self.stall_timeout, self.request_timeout = headers, stall_timeout, request_timeout
         self.state_type = state_type  # the stream's wire format: OpenAI's, or MessagesStream
 
@@ -55,6 +58,10 @@ class Streams:
     def cpu_seconds(self) -> float:
         """CPU used outside this process for the streams: none in-process."""
         return 0.0
+
+    def cpu_by_process(self) -> tuple[float, ...]:
+        """CPU seconds of each process besides this one that reads the streams: none in-process."""
+        return ()
 
     def pids(self) -> tuple[int, ...]:
         """Processes besides this one that read the streams: none in-process (``WorkerStreams`` has some)."""

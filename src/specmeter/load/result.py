@@ -25,7 +25,9 @@ from typing import Any
 
 from specmeter.goldenset.lengths import length_bucket
 from specmeter.load.client import RequestOutcome
+from specmeter.load.config import CLIENT_BUSY
 from specmeter.load.level import PhaseResult, RoleResult
+from specmeter.load.limits import client_cores
 from specmeter.metrics.records import ModelInfo, RunRecord
 from specmeter.metrics.slo import SLO, evaluate
 from specmeter.metrics.slow_start import slow_start
@@ -133,6 +135,8 @@ def _load_block(role: RoleResult) -> dict[str, Any]:
         "effective_concurrency": effective_concurrency(role),
         "server_queue": role.readings.queue_summary(role.endpoint),  # the server's running/waiting
         "client_cpu": role.client_cpu_s / role.wall_s if role.wall_s > 0 else None,
+        "client_processes": role.client_processes,
+        **_client_busy(role),
         "requests_sent": len(outcomes),
         "completed": len(ok),
         "partial": sum(1 for o in failed if o.partial),
@@ -152,6 +156,29 @@ def _load_block(role: RoleResult) -> dict[str, Any]:
         "warmup_s": role.warmup_s,
         "slow_start": _slow_start(role),
     }
+
+
+def _client_busy(role: RoleResult) -> dict[str, Any]:
+    """How busy the client's busiest process was during the level (CPU seconds per wall second, its share
+    of one core) and, when it passed ``CLIENT_BUSY``, a warning that says so with the figure: a process
+    that reads streams near 100 % of a core stamps chunks late and paces the requests itself, so the
+    level's latencies may be the client's rather than the server's."""
+    if role.wall_s <= 0 or not role.client_cpu_by_process:
+        return {"client_busiest_cpu": None, "client_warning": None}
+    busiest = max(role.client_cpu_by_process) / role.wall_s
+    warning = None
+    if busiest >= CLIENT_BUSY:
+        more = (
+            "more --client-processes or a client machine with more cores"
+            if role.client_processes < client_cores()
+            else "a client machine with more cores"
+        )
+        warning = (
+            f"the client was the bottleneck: its busiest process used {busiest:.0%} of a core during the "
+            f"level (≥ {CLIENT_BUSY:.0%}); its TTFT and gaps may be the client's delay, not the server's "
+            f"({more})"
+        )
+    return {"client_busiest_cpu": busiest, "client_warning": warning}
 
 
 def _slow_start(role: RoleResult) -> dict[str, Any] | None:

@@ -292,7 +292,7 @@ def render_load(result: Mapping[str, Any], console: Console) -> None:
                 "were spread over the chunks from the final usage (per-token gaps approximate)"
             )
         for run, load in (("spec", entry.get("load")), ("base", dig(entry, "baseline", "load"))):
-            said = (queue_line(load), warmup_line(load), slow_start_line(load))
+            said = (queue_line(load), warmup_line(load), slow_start_line(load), dig(load, "client_warning"))
             notes += [f"{level} {run}: {note}" for note in said if note is not None]
         for run, block in (
             ("spec", dig(entry, "load", "slo")),

@@ -132,6 +132,7 @@ class WorkerStreams:
         stall_timeout: float = 60.0,
         request_timeout: float | None = None,
         state_type: type[StreamState] = StreamState,
+        lean_http: bool = True,
     ) -> None:
         self.processes = max(1, processes)
         # Sent to each worker, pickled (the state type travels by its module and name).
@@ -140,6 +141,7 @@ class WorkerStreams:
             "stall_timeout": stall_timeout,
             "request_timeout": request_timeout,
             "state_type": state_type,
+            "lean_http": lean_http,
         }
         self._conns: list[Connection] = []
         self._procs: list[Any] = []
@@ -235,15 +237,19 @@ class WorkerStreams:
 
     def cpu_seconds(self) -> float:
         """CPU seconds the workers have used so far (Linux /proc; 0 where it cannot be read)."""
-        total = 0.0
+        return sum(self.cpu_by_process())
+
+    def cpu_by_process(self) -> tuple[float, ...]:
+        """Each worker's CPU seconds so far, in start order (Linux /proc; 0 where it cannot be read)."""
+        seconds: list[float] = []
         for proc in self._procs:
             try:
                 with open(f"/proc/{proc.pid}/stat", encoding="ascii") as fh:
                     fields = fh.read().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+                seconds.append((int(fields[11]) + int(fields[12])) / _TICKS)  # utime, stime
             except (OSError, IndexError, ValueError):
-                continue
-        return total
+                seconds.append(0.0)
+        return tuple(seconds)
 
     async def aclose(self) -> None:
         loop = asyncio.get_running_loop()

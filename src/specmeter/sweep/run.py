@@ -171,7 +171,10 @@ async def execute_sweep(
     recorder = RunRecorder.start(store, result.to_dict())  # StoreError: before anything runs
     state = SweepRun()
     http = httpx.AsyncClient()
-    runner = LevelRunner(cfg.load, http)
+    # --client-processes auto counts the streams of the levels a concurrency search may reach, too.
+    searched = cfg.search
+    reach = int(searched.high) if searched is not None and searched.kind == "concurrency" else None
+    runner = LevelRunner(cfg.load, http, streams=reach)
     watch: MachineWatch | None = None
 
     def publish() -> None:
