@@ -179,11 +179,11 @@ METHODS: dict[str, Method] = {
         ),
         Method(
             "eagle",
-            "an EAGLE-style head on the target's hidden states (named only; not runnable yet)",
-            (Key("head", "str", None, "the head's model directory"),),
+            "an EAGLE-3 head on the target's hidden states (speculators format), the target's LM head reused",
+            (Key("head", "str", None, "the head's directory (speculators EAGLE-3 format)"),),
             deterministic=False,
             model_free=False,
-            engine="EAGLE (Li et al.)",
+            engine="EAGLE-3 (Li et al.), speculators 0.9.0 Eagle3DraftModel",
         ),
         Method(
             "layers",
