@@ -16,9 +16,10 @@ from specmeter.cli.common import check_range, check_training, console, fail, tra
 def distill(
     target: Path = typer.Option(..., "--target", help="Target model directory."),
     method: str = typer.Option(
-        "draft", "--method",
-        help="draft: a draft model (--init or --preset); eagle: an EAGLE-3 head on the target's hidden states "
-        "(speculators format; run it as eagle:head=OUT).",
+        "draft",
+        "--method",
+        help="draft: a draft model (--init or --preset); eagle: an EAGLE-3 head on the target's hidden "
+        "states (speculators format; run it as eagle:head=OUT).",
     ),
     head_intermediate: int | None = typer.Option(
         None, "--head-intermediate", help="--method eagle: the head's MLP width (default: the target's)."
@@ -166,8 +167,13 @@ def _distill_eagle(
         fail(str(e))
     if len(prompts) <= heldout:
         fail(f"{corpus}: {len(prompts)} prompts; need more than --heldout {heldout}")
-    held, train_prompts = prompts[-heldout:] if heldout else [], prompts[: len(prompts) - heldout][:num_prompts]
-    cfg = TrainConfig(steps=steps, batch=batch, lr=lr, seed=seed, warmup=min(50, steps // 10 + 1), seq_len=256)
+    held, train_prompts = (
+        prompts[-heldout:] if heldout else [],
+        prompts[: len(prompts) - heldout][:num_prompts],
+    )
+    cfg = TrainConfig(
+        steps=steps, batch=batch, lr=lr, seed=seed, warmup=min(50, steps // 10 + 1), seq_len=256
+    )
     try:
         with training_progress(steps, "eagle", quiet) as progress:
             seq_task = progress.add_task("teacher sequences", total=len(train_prompts), loss="—", eval="—")
@@ -180,7 +186,8 @@ def _distill_eagle(
     except ModelDirError as e:
         fail(str(e))
     console.print(
-        f"saved {out}: EAGLE-3 head, {result.params:,} parameters of its own, {result.file_bytes / 1e6:.1f} MB; "
+        f"saved {out}: EAGLE-3 head, {result.params:,} parameters of its own, "
+        f"{result.file_bytes / 1e6:.1f} MB; "
         f"trained in {result.train_s:.0f} s (teacher sequences {result.sequences_s:.0f} s); held-out draft "
         f"acceptance rate α (greedy, k={k}, {len(held)} prompts) [bold]{result.alpha:.3f}[/]; run it as "
         f"eagle:head={out}"

@@ -118,7 +118,9 @@ def hidden_states(model: CausalLM) -> torch.Tensor:
     ``forward``, [R, n, F] after ``forward_rows``. ValueError for a backend that keeps none."""
     kept = getattr(model, "hidden_states", None)
     if kept is None:
-        raise ValueError(f"{model.info.name}: this backend keeps no hidden states (EAGLE needs the native engine)")
+        raise ValueError(
+            f"{model.info.name}: this backend keeps no hidden states (EAGLE needs the native engine)"
+        )
     result: torch.Tensor = kept()
     return result
 

@@ -117,7 +117,9 @@ class EagleHead:
         self.norm = get("norm.weight")
         self.embed, self.lm_head = embed, lm_head  # the target's own
         self.scale = facts.head_dim**-0.5
-        inv = 1.0 / (facts.rope_theta ** (torch.arange(0, facts.head_dim, 2, dtype=torch.float) / facts.head_dim))
+        inv = 1.0 / (
+            facts.rope_theta ** (torch.arange(0, facts.head_dim, 2, dtype=torch.float) / facts.head_dim)
+        )
         self._inv_freq = inv
         self._cos = self._sin = torch.empty(0)
         self._k = self._v = torch.empty(0)
@@ -215,7 +217,9 @@ class EagleHead:
             enable_gqa=self.kv_heads != self.heads,
         )  # fmt: skip
         out = residual + F.linear(attn.transpose(1, 2).reshape(rows, n, q_size), self.o)
-        gate, up = F.linear(_rms(out, self.post_norm, self.eps), self.gate_up).split(self.facts.intermediate, -1)
+        gate, up = F.linear(_rms(out, self.post_norm, self.eps), self.gate_up).split(
+            self.facts.intermediate, -1
+        )
         out = out + F.linear(F.silu(gate) * up, self.down)
         for r, c in enumerate(counts):
             self._rows[r] = lens[r] + c

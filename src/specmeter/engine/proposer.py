@@ -90,7 +90,7 @@ class Proposer:
         raise NotImplementedError
 
     def observe(self, row: int, hidden: torch.Tensor) -> None:
-        """The target's hidden states [n, F] of row ``row``'s next n committed positions (``reads_hidden``)."""
+        """The target's hidden states [n, F] of row ``row``'s next n committed positions (reads_hidden)."""
 
     def commit(self, row: int, tokens: Sequence[int]) -> None:
         """Row ``row`` appended ``tokens`` to its committed sequence."""

@@ -5,12 +5,12 @@ The format is what ``speculators``' ``Eagle3DraftModel`` saves (``speculators/mo
 ``method: "eagle3"``: a ``config.json`` with ``"architectures": ["Eagle3Speculator"]``,
 ``"speculators_model_type": "eagle3"``, the decoder layer's own settings in ``transformer_layer_config`` (a
 Llama config: hidden size, heads, KV heads, head dim, intermediate size, vocabulary, RoPE),
-``draft_vocab_size``, ``norm_before_residual``, ``eagle_aux_hidden_state_layer_ids`` (the target layers whose
-input the head reads) and ``speculators_config`` (algorithm ``eagle3``, a greedy proposal method, the
-verifier's ``name_or_path`` and ``architectures``); weights in ``*.safetensors`` under the names ``fc.weight``,
-``layers.0.{self_attn.{q,k,v,o}_proj,mlp.{gate,up,down}_proj,input_layernorm,hidden_norm,
-post_attention_layernorm}.weight`` and ``norm.weight``. ``embed_tokens.weight`` and ``lm_head.weight`` may be
-absent: speculators then loads them from the verifier, and specmeter always uses the target's own (the head
+``draft_vocab_size``, ``norm_before_residual``, ``eagle_aux_hidden_state_layer_ids`` (the target layers
+whose input the head reads) and ``speculators_config`` (algorithm ``eagle3``, a greedy proposal method,
+the verifier's ``name_or_path`` and ``architectures``); weights in ``*.safetensors`` under the names
+``fc.weight``, ``layers.0.{self_attn.{q,k,v,o}_proj,mlp.{gate,up,down}_proj,input_layernorm,hidden_norm,
+post_attention_layernorm}.weight`` and ``norm.weight``. ``embed_tokens.weight`` and ``lm_head.weight`` may
+be absent: speculators then loads them from the verifier, and specmeter always uses the target's own (the head
 reuses them; with a draft vocabulary as large as the target's, vLLM shares them too).
 
 What specmeter does not run (one line says so): more than one decoder layer, a reduced draft vocabulary
@@ -107,29 +107,40 @@ def read_head(path: Path) -> HeadFacts:
     draft_vocab = config.get("draft_vocab_size", vocab)
     if draft_vocab != vocab:
         raise ModelDirError(
-            f"{where}: field 'draft_vocab_size' is {draft_vocab}, not the vocabulary {vocab}: a reduced draft "
-            "vocabulary (d2t) is not supported"
+            f"{where}: field 'draft_vocab_size' is {draft_vocab}, not the vocabulary {vocab}: a reduced "
+            "draft vocabulary (d2t) is not supported"
         )
     for flag in ("norm_before_fc", "fc_norm", "norm_output"):
         if config.get(flag):
             raise ModelDirError(f"{where}: field '{flag}' is set; specmeter runs heads without it")
     target_hidden = config.get("target_hidden_size")
     if target_hidden not in (None, hidden):
-        raise ModelDirError(f"{where}: field 'target_hidden_size' ({target_hidden}) differs from the head's {hidden}")
+        raise ModelDirError(
+            f"{where}: field 'target_hidden_size' ({target_hidden}) differs from the head's {hidden}"
+        )
     aux = config.get("eagle_aux_hidden_state_layer_ids")
     if not (isinstance(aux, list) and aux and all(isinstance(i, int) and i >= 0 for i in aux)):
-        raise ModelDirError(f"{where}: field 'eagle_aux_hidden_state_layer_ids' missing or not a list of layers")
+        raise ModelDirError(
+            f"{where}: field 'eagle_aux_hidden_state_layer_ids' missing or not a list of layers"
+        )
     rope = layer.get("rope_parameters") or {}
-    theta = rope.get("rope_theta", layer.get("rope_theta", 10000.0)) if isinstance(rope, dict) else 10000.0
+    raw_theta = rope.get("rope_theta", layer.get("rope_theta", 10000.0)) if isinstance(rope, dict) else None
+    if not isinstance(raw_theta, int | float) or isinstance(raw_theta, bool):
+        raise ModelDirError(f"{lwhere}: field 'rope_theta' missing or not a number")
+    theta = float(raw_theta)
     if isinstance(rope, dict) and rope.get("rope_type", "default") != "default":
-        raise ModelDirError(f"{lwhere}: rope type {rope.get('rope_type')!r}; specmeter runs default RoPE heads")
+        raise ModelDirError(
+            f"{lwhere}: rope type {rope.get('rope_type')!r}; specmeter runs default RoPE heads"
+        )
     spec = config.get("speculators_config")
     verifier = spec.get("verifier") if isinstance(spec, dict) else None
     name = verifier.get("name_or_path") if isinstance(verifier, dict) else None
     weights = read_weights(path)
     if weights is None:
         raise ModelDirError(f"{path}: no *.safetensors weights (an EAGLE-3 head stores them there)")
-    stored = config.get("torch_dtype") or config.get("dtype") or layer.get("torch_dtype") or layer.get("dtype")
+    stored = (
+        config.get("torch_dtype") or config.get("dtype") or layer.get("torch_dtype") or layer.get("dtype")
+    )
     dtype = stored.removeprefix("torch.") if isinstance(stored, str) else weights.dtype
     shared = _shared_params(path, hidden, vocab)
     return HeadFacts(
@@ -141,7 +152,7 @@ def read_head(path: Path) -> HeadFacts:
         intermediate=_int(lwhere, layer, "intermediate_size"),
         vocab=vocab,
         rms_norm_eps=float(layer.get("rms_norm_eps", 1e-6)),
-        rope_theta=float(theta),
+        rope_theta=theta,
         max_positions=_int(lwhere, layer, "max_position_embeddings", 4096),
         aux_layers=tuple(aux),
         norm_before_residual=bool(config.get("norm_before_residual", False)),

@@ -105,10 +105,19 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 class TrainableHead(torch.nn.Module):
     """The EAGLE-3 head as trainable parameters under speculators' names (``state_dict`` is the format)."""
 
+    embed: torch.Tensor
+    lm_head: torch.Tensor
+    inv_freq: torch.Tensor
+
     def __init__(self, shape: HeadShape, embed: torch.Tensor, lm_head: torch.Tensor, seed: int = 0) -> None:
         super().__init__()
         self.shape = shape
-        h, q, kv, inter = shape.hidden, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, shape.intermediate
+        h, q, kv, inter = (
+            shape.hidden,
+            shape.heads * shape.head_dim,
+            shape.kv_heads * shape.head_dim,
+            shape.intermediate,
+        )
         g = torch.Generator().manual_seed(seed)
 
         def lin(out: int, inp: int) -> torch.nn.Parameter:
@@ -138,20 +147,21 @@ class TrainableHead(torch.nn.Module):
             self.params[name.replace(".", "__")] = p
         self.register_buffer("embed", embed.detach().float().clone(), persistent=False)
         self.register_buffer("lm_head", lm_head.detach().float().clone(), persistent=False)
-        inv = 1.0 / (shape.rope_theta ** (torch.arange(0, shape.head_dim, 2, dtype=torch.float) / shape.head_dim))
+        inv = 1.0 / (
+            shape.rope_theta ** (torch.arange(0, shape.head_dim, 2, dtype=torch.float) / shape.head_dim)
+        )
         self.register_buffer("inv_freq", inv, persistent=False)
 
     def p(self, name: str) -> torch.Tensor:
-        return self.params[name.replace(".", "__")]
+        param: torch.Tensor = self.params[name.replace(".", "__")]
+        return param
 
     def head_state(self) -> dict[str, torch.Tensor]:
         """The head's own tensors by their speculators names."""
         return {n: self.p(n).detach() for n in self.names}
 
-    def forward(
-        self, aux: torch.Tensor, ids: torch.Tensor, steps: int = TTT_STEPS
-    ) -> list[torch.Tensor]:
-        """Logits [B, T, V] of each TTT step; ``aux`` [B, T, A·H] (h_i), ``ids`` [B, T] (x_{i+1}), T shifted."""
+    def forward(self, aux: torch.Tensor, ids: torch.Tensor, steps: int = TTT_STEPS) -> list[torch.Tensor]:
+        """Logits [B, T, V] of each TTT step; ``aux`` [B, T, A·H] (h_i), ``ids`` [B, T] (x_{i+1})."""
         s, eps = self.shape, self.shape.rms_norm_eps
         b, t = ids.shape
         dev = ids.device
@@ -182,7 +192,9 @@ class TrainableHead(torch.nn.Module):
                 q, torch.cat(keys, 2), torch.cat(values, 2), attn_mask=mask, scale=s.head_dim**-0.5,
                 enable_gqa=s.kv_heads != s.heads,
             )  # fmt: skip
-            h = hidden + F.linear(attn.transpose(1, 2).reshape(b, t, -1), self.p("layers.0.self_attn.o_proj.weight"))
+            h = hidden + F.linear(
+                attn.transpose(1, 2).reshape(b, t, -1), self.p("layers.0.self_attn.o_proj.weight")
+            )
             m = _rms(h, self.p("layers.0.post_attention_layernorm.weight"), eps)
             gate = F.linear(m, self.p("layers.0.mlp.gate_proj.weight"))
             up = F.linear(m, self.p("layers.0.mlp.up_proj.weight"))
@@ -322,9 +334,13 @@ def head_config(
         "speculators_config": {
             "algorithm": "eagle3",
             "proposal_methods": [
-                {"proposal_type": "greedy", "speculative_tokens": TTT_STEPS, "verifier_accept_k": 1,
-                 "accept_tolerance": 0.0}
-            ],  # fmt: skip
+                {
+                    "proposal_type": "greedy",
+                    "speculative_tokens": TTT_STEPS,
+                    "verifier_accept_k": 1,
+                    "accept_tolerance": 0.0,
+                }
+            ],
             "default_proposal_method": "greedy",
             "verifier": {
                 "name_or_path": verifier,
@@ -369,7 +385,9 @@ class EagleDistillResult:
     alpha: float  # held-out greedy α through the real loop (nan without held-out prompts)
 
 
-def heldout_alpha_head(target: Any, head_dir: Path, prompts: Sequence[str], k: int, max_tokens: int = 48) -> float:
+def heldout_alpha_head(
+    target: Any, head_dir: Path, prompts: Sequence[str], k: int, max_tokens: int = 48
+) -> float:
     """Greedy α = A / D of the head in ``head_dir`` on ``prompts`` through the single-stream loop."""
     from specmeter.engine.candidate import make_proposer
     from specmeter.engine.sampling import SamplingParams
@@ -410,7 +428,8 @@ def distill_eagle(
 
     target = load_model(target_dir, dtype="float32", implementation="native")
     config = read_model_config(target_dir)
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
     shape = HeadShape.of_target(text, intermediate=intermediate)
     model: Any = target.model
     work.mkdir(parents=True, exist_ok=True)
