@@ -254,3 +254,25 @@ def test_distill_method_eagle_trains_a_head_in_two_steps(tiny, tmp_path: Path) -
         "--corpus", str(corpus), "--out", str(tmp_path / "x"),
     ])  # fmt: skip
     assert bad.exit_code == 2 and "--init and --preset do not apply" in bad.output
+
+
+def test_the_shipped_head_drafts_for_the_bundled_target() -> None:
+    """assets/models/eagle-legal (make models-eagle): a head for the bundled target, fp16, a few MB, whose
+    greedy drafts on legal text are the target's own output and mostly accepted."""
+    from specmeter.bundled.models import bundled_model
+
+    head_dir = bundled_model("eagle-legal")
+    facts = read_head(head_dir)
+    assert facts.dtype == "float16" and facts.aux_layers == (2, 5, 7) and facts.weights.bytes < 8 * 2**20
+    target = load_model(bundled_model("target"))
+    proposer = make_proposer(f"eagle:head={head_dir}", target)
+    prompt = target.tokenizer("The Supplier shall indemnify the Customer against all losses arising from")
+    ids = prompt["input_ids"]
+    base = speculative_decode(
+        target.model, None, ids, k=0, params=SamplingParams(), max_tokens=24, eos_ids=set()
+    )
+    g = speculative_decode(
+        target.model, proposer, ids, k=4, params=SamplingParams(), max_tokens=24, eos_ids=set()
+    )
+    assert g.output_ids == base.output_ids
+    assert sum(s.accepted for s in g.steps) / sum(s.drafted for s in g.steps) > 0.3
