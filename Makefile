@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 MODELS := src/specmeter/assets/models
 
 .PHONY: setup test test-slow test-vllm vllm-env test-prometheus prometheus-bin test-llamacpp llamacpp-env lint demo bench \
-	models browser clean
+	models models-eagle browser clean
 
 setup: $(STAMP)
 
@@ -156,6 +156,7 @@ TARGET_STEPS ?= 800
 GENERAL_STEPS ?= 3000
 TINY_STEPS ?= 1500
 DISTILL_STEPS ?= 800
+EAGLE_STEPS ?= 300
 
 models: $(STAMP)
 	mkdir -p $(WORK)
@@ -174,6 +175,17 @@ models: $(STAMP)
 	$(BIN)/specmeter distill --target $(MODELS)/target --init $(MODELS)/draft-general \
 		--corpus $(WORK)/legal-prompts.jsonl --out $(MODELS)/draft-legal --num-prompts 2000 \
 		--steps $(DISTILL_STEPS) --seed 3 --work $(WORK)/draft-legal
+	$(MAKE) models-eagle
+
+# The EAGLE-3 head of the bundled target (eagle:head=$(MODELS)/eagle-legal, docs/methods.md), alone: it
+# needs only the target and the legal prompts, so `make models-eagle` retrains nothing else (resumable too).
+models-eagle: $(STAMP)
+	mkdir -p $(WORK)
+	test -f $(WORK)/legal-prompts.jsonl || PYTHONPATH=tools $(BIN)/python -m corpus \
+		--out $(WORK)/legal-prompts.jsonl --general 0 --legal 3000 --seed 0
+	$(BIN)/specmeter distill --method eagle --target $(MODELS)/target --corpus $(WORK)/legal-prompts.jsonl \
+		--out $(MODELS)/eagle-legal --num-prompts 800 --new-tokens 48 --head-intermediate 512 \
+		--steps $(EAGLE_STEPS) --batch 8 --lr 2e-3 --seed 4 --work $(WORK)/eagle-legal
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(PROM_DIR) $(LLAMACPP) specmeter-demo .pytest_cache .mypy_cache .ruff_cache

@@ -92,8 +92,8 @@ def test_a_model_free_proposer_may_propose_less_than_k(target, prompts) -> None:
     assert all(s.k is None and s.draft_forwards == 0 for s in g.steps)
 
 
-def test_eagle_parses_but_does_not_run(target) -> None:
-    with pytest.raises(MethodNotRunnable, match="eagle"):
+def test_a_missing_head_and_too_many_layers_get_one_line(target) -> None:
+    with pytest.raises(MethodNotRunnable, match=r"eagle: key 'head': /nowhere: no such directory"):
         make_proposer("eagle:head=/nowhere", target)
     with pytest.raises(MethodNotRunnable, match="layers: key 'n'"):
         make_proposer("layers:n=6", target)  # the tiny target has 6 layers

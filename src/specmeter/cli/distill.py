@@ -15,6 +15,15 @@ from specmeter.cli.common import check_range, check_training, console, fail, tra
 
 def distill(
     target: Path = typer.Option(..., "--target", help="Target model directory."),
+    method: str = typer.Option(
+        "draft",
+        "--method",
+        help="draft: a draft model (--init or --preset); eagle: an EAGLE-3 head on the target's hidden "
+        "states (speculators format; run it as eagle:head=OUT).",
+    ),
+    head_intermediate: int | None = typer.Option(
+        None, "--head-intermediate", help="--method eagle: the head's MLP width (default: the target's)."
+    ),
     init: Path | None = typer.Option(None, "--init", help="Initial draft directory (e.g. a general draft)."),
     preset: str | None = typer.Option(None, help="Or start from a fresh shape: draft-general or draft-tiny."),
     corpus: Path = typer.Option(
@@ -50,6 +59,16 @@ def distill(
     from specmeter.training.loop import TrainConfig
     from specmeter.training.models import PRESETS, build_model, export, load_trainable
 
+    if method not in ("draft", "eagle"):
+        fail(f"--method: {method!r} is not one of draft, eagle")
+    if method == "eagle":
+        if init is not None or preset is not None:
+            fail("--method eagle trains a head from the target: --init and --preset do not apply")
+        _distill_eagle(target, corpus, out, work, num_prompts, heldout, new_tokens, steps, batch, lr, k, seed,
+                       head_intermediate, quiet)  # fmt: skip
+        return
+    if head_intermediate is not None:
+        fail("--head-intermediate applies to --method eagle only")
     if (init is None) == (preset is None):
         fail("give exactly one of --init DIR or --preset NAME")
     if preset is not None and preset not in PRESETS:
@@ -116,4 +135,60 @@ def distill(
     console.print(
         f"saved {out}: held-out draft acceptance rate α (greedy, k={k}, {len(held)} prompts) "
         f"{alpha_before:.3f} → [bold]{alpha_after:.3f}[/]"
+    )
+
+
+def _distill_eagle(
+    target: Path, corpus: Path, out: Path, work: Path | None, num_prompts: int, heldout: int, new_tokens: int,
+    steps: int, batch: int, lr: float, k: int, seed: int, intermediate: int | None, quiet: bool,
+) -> None:  # fmt: skip
+    """``--method eagle``: an EAGLE-3 head trained from TARGET (training.eagle), held-out α after."""
+    from specmeter.modeldir import ModelDirError, inspect_model
+    from specmeter.training.data import CorpusError
+    from specmeter.training.distill import read_prompts
+    from specmeter.training.eagle import distill_eagle
+    from specmeter.training.loop import TrainConfig
+
+    for name, value in (
+        ("--num-prompts", num_prompts), ("--steps", steps), ("--batch", batch), ("--k", k),
+        ("--new-tokens", new_tokens), ("--head-intermediate", intermediate or 1),
+    ):  # fmt: skip
+        if value < 1:
+            fail(f"{name} must be >= 1")
+    check_range("--heldout", heldout, low=0)
+    work = check_training(lr, seed, out, work, {"--target": target, "--corpus": corpus})
+    try:
+        facts = inspect_model(target)
+        if facts.model_type not in ("llama", "mistral", "qwen2", "qwen3"):
+            fail(f"--target {target}: an EAGLE head needs a Llama-family target on the native engine "
+                 f"(model_type {facts.model_type!r})")  # fmt: skip
+        prompts = read_prompts(corpus, seed=seed)
+    except (ModelDirError, CorpusError) as e:
+        fail(str(e))
+    if len(prompts) <= heldout:
+        fail(f"{corpus}: {len(prompts)} prompts; need more than --heldout {heldout}")
+    held, train_prompts = (
+        prompts[-heldout:] if heldout else [],
+        prompts[: len(prompts) - heldout][:num_prompts],
+    )
+    cfg = TrainConfig(
+        steps=steps, batch=batch, lr=lr, seed=seed, warmup=min(50, steps // 10 + 1), seq_len=256
+    )
+    try:
+        with training_progress(steps, "eagle", quiet) as progress:
+            seq_task = progress.add_task("teacher sequences", total=len(train_prompts), loss="—", eval="—")
+            task = progress.add_task("eagle head", total=steps, loss="—", eval="—")
+            result = distill_eagle(
+                target, train_prompts, held, out, work, cfg, new_tokens=new_tokens, intermediate=intermediate,
+                k=k, on_sequences=lambda n, _total: progress.advance(seq_task, n),
+                on_step=lambda s, loss, ev: progress.update(task, completed=s, loss=f"{loss:.3f}"),
+            )  # fmt: skip
+    except ModelDirError as e:
+        fail(str(e))
+    console.print(
+        f"saved {out}: EAGLE-3 head, {result.params:,} parameters of its own, "
+        f"{result.file_bytes / 1e6:.1f} MB; "
+        f"trained in {result.train_s:.0f} s (teacher sequences {result.sequences_s:.0f} s); held-out draft "
+        f"acceptance rate α (greedy, k={k}, {len(held)} prompts) [bold]{result.alpha:.3f}[/]; run it as "
+        f"eagle:head={out}"
     )

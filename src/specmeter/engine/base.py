@@ -113,6 +113,18 @@ def reserve_rows(model: BatchedCausalLM, start: int, feeds: Sequence[Sequence[in
     model.batch_reserve(max(model.row_length(start + r) for r in range(len(feeds))) + n)
 
 
+def hidden_states(model: CausalLM) -> torch.Tensor:
+    """The hidden states ``model`` kept in its last forward (the native engine's ``capture``): [n, F] after
+    ``forward``, [R, n, F] after ``forward_rows``. ValueError for a backend that keeps none."""
+    kept = getattr(model, "hidden_states", None)
+    if kept is None:
+        raise ValueError(
+            f"{model.info.name}: this backend keeps no hidden states (EAGLE needs the native engine)"
+        )
+    result: torch.Tensor = kept()
+    return result
+
+
 def synchronize(device: torch.device) -> None:
     """Wait for queued kernels so wall-clock timings mean what they say (a no-op on CPU)."""
     if device.type == "cuda":

@@ -51,7 +51,7 @@ from typing import Any
 
 import torch
 
-from specmeter.engine.base import BatchedCausalLM, reserve_rows, synchronize
+from specmeter.engine.base import BatchedCausalLM, hidden_states, reserve_rows, synchronize
 from specmeter.engine.proposer import Proposer, as_proposer
 from specmeter.engine.sampling import SamplingParams, Verdict, probs, sample, verify_sampling
 from specmeter.engine.schedule import KSchedule
@@ -247,6 +247,10 @@ class BatchedDecoder:
             last = self.target.forward_rows(start, prompts, last_only=True)[:, : self.vocab]  # [J, V]
             if self.proposer is not None:
                 self.proposer.start(start, prompts)
+                if self.proposer.reads_hidden:
+                    hidden = hidden_states(self.target)  # [J, n, F]
+                    for r, p in enumerate(prompts):
+                        self.proposer.observe(start + r, hidden[r, : len(p)])
             first = self._choose(last, joining)
             synchronize(self.target.device)
             prefill_s = perf_counter() - t0
@@ -332,6 +336,10 @@ class BatchedDecoder:
                 verdicts = self._verify(p_logits, rows, ys, qs, ds, offsets)
             else:
                 verdicts = self._verify_synthetic(p_logits, rows, ys, ds, offsets, self._synthetic)
+            if self.proposer is not None and self.proposer.reads_hidden:  # catch-up and accepted drafts
+                hidden = hidden_states(self.target)  # [B, n, F]
+                for r, (accepted, _) in enumerate(verdicts):
+                    self.proposer.observe(r, hidden[r, : offsets[r] + 1 + accepted])
             synchronize(self.target.device)
             t_done = perf_counter()
 

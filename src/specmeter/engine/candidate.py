@@ -2,19 +2,22 @@
 
 A name is a draft model directory (loaded like the target, wrapped in a ``DraftModelProposer``) or a method
 spec parsed by ``specmeter.methods`` (docs/methods.md): ``ngram``, ``ngram-simple``, ``ngram-map-k``,
-``suffix``, ``layers:n`` run; ``eagle:head=DIR`` parses but has no engine yet (one clear error).
+``suffix``, ``layers:n`` and ``eagle:head=DIR`` (an EAGLE-3 head on the native target, ``engine.eagle``) run.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from specmeter.engine.eagle import HeadMismatch, load_head
 from specmeter.engine.loader import LoadedModel, load_model
 from specmeter.engine.ngram import NgramMapKeyProposer, NgramProposer, NgramSimpleProposer
 from specmeter.engine.proposer import DraftModelProposer, Proposer
 from specmeter.engine.standin import layer_draft
 from specmeter.engine.suffix import SuffixProposer
 from specmeter.methods import DraftDir, MethodSpec, MethodSpecError, parse_candidate
+from specmeter.modeldir import ModelDirError
 
 __all__ = ["MethodNotRunnable", "make_proposer", "proposer_for_spec"]
 
@@ -59,4 +62,9 @@ def proposer_for_spec(spec: MethodSpec, target: LoadedModel) -> Proposer:
         except ValueError as e:
             raise MethodNotRunnable(str(e)) from None
         return DraftModelProposer(draft.model, spec.label)
+    if spec.method == "eagle":
+        try:
+            return load_head(Path(spec.str_value("head")), target.model, name=spec.label)
+        except (ModelDirError, HeadMismatch) as e:
+            raise MethodNotRunnable(f"eagle: key 'head': {e}") from None
     raise MethodNotRunnable(f"{spec.method}: parsed, but no engine runs it yet ({spec.label})")

@@ -137,6 +137,18 @@ class NativeLlama(CacheLengths):
         self._bk: list[torch.Tensor] = []
         self._bv: list[torch.Tensor] = []
         self._rows: list[int] = []
+        # Layers whose input (the residual stream entering layer i; i = L: the last layer's output before the
+        # final norm) each forward keeps for ``hidden_states()``: an EAGLE-3 head's auxiliary hidden states
+        # (vLLM's ``aux_hidden_state_layers`` semantics). Keeping them costs references, no compute.
+        self.capture: tuple[int, ...] = ()
+        self._captured: list[torch.Tensor] = []
+
+    def hidden_states(self) -> torch.Tensor:
+        """The captured layers' inputs of the last forward, concatenated: [n, C·hidden] after ``forward``,
+        [R, n, C·hidden] after ``forward_rows`` (every fed position, also with ``last_only``)."""
+        if not self._captured:
+            raise ValueError(f"{self.info.name}: no hidden states captured (set capture before a forward)")
+        return torch.cat(self._captured, dim=-1)
 
     def _init_rope(self, config: Any) -> None:
         params = getattr(config, "rope_parameters", None) or {}
@@ -197,7 +209,10 @@ class NativeLlama(CacheLengths):
             mask = torch.ones(n, end, dtype=torch.bool, device=self.device).tril(start)
         q_size, kv_size = self.n_heads * self.head_dim, self.n_kv * self.head_dim
         x = F.embedding(ids, self.embed)  # [n, hidden]
-        for layer, k_cache, v_cache in zip(self.layers, self._k, self._v, strict=True):
+        captured: list[torch.Tensor] = []
+        for i, (layer, k_cache, v_cache) in enumerate(zip(self.layers, self._k, self._v, strict=True)):
+            if i in self.capture:
+                captured.append(x)
             h = _rms_norm(x, layer.in_norm, layer.eps)
             qkv = F.linear(h, layer.qkv, layer.qkv_bias)
             q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
@@ -220,6 +235,9 @@ class NativeLlama(CacheLengths):
             h = _rms_norm(x, layer.post_norm, layer.eps)
             gate, up = F.linear(h, layer.gate_up).split(layer.inter, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down)
+        if len(self.layers) in self.capture:
+            captured.append(x)
+        self._captured = captured
         self._length = end
         x = _rms_norm(x, self.norm, self.eps)
         return F.linear(x, self.lm_head).float()
@@ -313,7 +331,10 @@ class NativeLlama(CacheLengths):
             row_idx = torch.arange(start, start + rows, device=dev)[:, None]  # [R, 1]
         q_size, kv_size = self.n_heads * self.head_dim, self.n_kv * self.head_dim
         x = F.embedding(ids, self.embed)  # [R, n, hidden]
-        for layer, k_cache, v_cache in zip(self.layers, self._bk, self._bv, strict=True):
+        captured: list[torch.Tensor] = []
+        for i, (layer, k_cache, v_cache) in enumerate(zip(self.layers, self._bk, self._bv, strict=True)):
+            if i in self.capture:
+                captured.append(x)
             h = _rms_norm(x, layer.in_norm, layer.eps)
             qkv = F.linear(h, layer.qkv, layer.qkv_bias)
             q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
@@ -343,6 +364,9 @@ class NativeLlama(CacheLengths):
             h = _rms_norm(x, layer.post_norm, layer.eps)
             gate, up = F.linear(h, layer.gate_up).split(layer.inter, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down)
+        if len(self.layers) in self.capture:
+            captured.append(x)
+        self._captured = captured
         for r, c in enumerate(counts):
             self._rows[start + r] = lens[r] + c
         if last_only:

@@ -15,6 +15,11 @@ learns what was committed. The loops (``engine.speculative``, one sequence; ``en
     prompt included), with the draft distribution q of each token when the method has one (a draft model
     sampling at temperature > 0), or ``q=None``: the proposal is deterministic and the verifier treats it
     as drawn from a one-hot q (``engine.sampling.verify_sampling``);
+``observe(row, hidden)``
+    only for a proposer with ``reads_hidden`` (an EAGLE head): after every target forward (the prefill,
+    each verification), the target's hidden states ([n, F], ``engine.base.hidden_states``) of the row's
+    next n committed positions: the prompt's, then each step's catch-up token and accepted drafts; the
+    proposer has then seen the target's states of every committed position but the last;
 ``commit(row, tokens)``
     the tokens the row committed after a step (its first token after the prefill included), cut at EOS;
 ``finish(row)``, ``move(src, dst)``
@@ -62,6 +67,8 @@ class Proposer:
     deterministic: bool = True
     #: The vocabulary the proposer draws from (a draft model's); None: any of the target's tokens.
     vocab_size: int | None = None
+    #: The loops pass the target's hidden states of committed positions to ``observe`` (EAGLE).
+    reads_hidden: bool = False
 
     def open(self, rows: int, capacity: int, vocab: int, *, batched: bool) -> None:
         """Take ``rows`` slots of at least ``capacity`` tokens; ``vocab``: the one shared with the target."""
@@ -81,6 +88,9 @@ class Proposer:
     ) -> Proposals:
         """At most ``ds[r]`` tokens after ``contexts[r]`` for every live row r = 0 … B-1."""
         raise NotImplementedError
+
+    def observe(self, row: int, hidden: torch.Tensor) -> None:
+        """The target's hidden states [n, F] of row ``row``'s next n committed positions (reads_hidden)."""
 
     def commit(self, row: int, tokens: Sequence[int]) -> None:
         """Row ``row`` appended ``tokens`` to its committed sequence."""

@@ -15,7 +15,7 @@ from time import perf_counter
 
 import torch
 
-from specmeter.engine.base import CausalLM, synchronize
+from specmeter.engine.base import CausalLM, hidden_states, synchronize
 from specmeter.engine.proposer import Proposer, as_proposer
 from specmeter.engine.sampling import SamplingParams, Verdict, probs, sample, verify_greedy, verify_sampling
 from specmeter.metrics.records import Emission, FinishReason, StepRecord
@@ -76,10 +76,13 @@ def speculative_decode(
         capacity = len(prompt_ids) + max_tokens + k + 1
         prompt = torch.tensor(list(prompt_ids), dtype=torch.long, device=device)
         target.reset(capacity)
+        if proposer is not None:
+            proposer.open(1, capacity, vocab, batched=False)  # before the prefill: EAGLE sets what it keeps
         last_logits = target.forward(prompt)[-1, :vocab]
         if proposer is not None:
-            proposer.open(1, capacity, vocab, batched=False)
             proposer.start(0, [prompt_ids])
+            if proposer.reads_hidden:
+                proposer.observe(0, hidden_states(target))
         seq = list(prompt_ids)
         new = [_choose(last_logits, params, generator)]
         synchronize(device)
@@ -128,6 +131,8 @@ def speculative_decode(
             else:
                 q = torch.stack(q_rows) if q_rows else None  # None: deterministic, a one-hot q
                 verdict = verify_sampling(probs(p_logits, params), q, y_t, generator)
+            if proposer is not None and proposer.reads_hidden:  # the catch-up and the accepted drafts
+                proposer.observe(0, hidden_states(target)[: len(feed) - d + verdict.accepted])
             synchronize(device)
             t_done = perf_counter()
 

@@ -179,11 +179,11 @@ METHODS: dict[str, Method] = {
         ),
         Method(
             "eagle",
-            "an EAGLE-style head on the target's hidden states (named only; not runnable yet)",
-            (Key("head", "str", None, "the head's model directory"),),
+            "an EAGLE-3 head on the target's hidden states (speculators format), the target's LM head reused",
+            (Key("head", "str", None, "the head's directory (speculators EAGLE-3 format)"),),
             deterministic=False,
             model_free=False,
-            engine="EAGLE (Li et al.)",
+            engine="EAGLE-3 (Li et al.), speculators 0.9.0 Eagle3DraftModel",
         ),
         Method(
             "layers",
@@ -261,7 +261,7 @@ class MethodSpec:
         Model-free methods: 0 (suffix decoding keeps its trees in host memory). ``layers:n``: no weights
         of its own (it runs the target's first n layers, final norm and head in place) but its own KV
         cache for n layers, n/L of the target's per token. ``eagle``: the head's weights and its KV
-        (``head`` is the head's ModelInfo; the caller reads it from the head directory).
+        (``head`` is the head's ModelInfo: ``modeldir.head_info(modeldir.read_head(DIR))``).
         """
         if self.method == "suffix":
             return ExtraMemory(0, 0, "suffix trees in host memory, growing with prompt and cached responses")

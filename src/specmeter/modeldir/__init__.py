@@ -9,6 +9,8 @@ config (Expecting ',' at line 3 column 5)``).
   :func:`eos_ids`, :func:`read_json`, :func:`require_tokenizer_files`.
 * ``tokenizer`` — :func:`read_tokenizer` -> :class:`TokenizerFacts` (vocabulary, specials, template).
 * ``weights`` — :func:`read_weights` -> :class:`WeightFacts` from the headers, file sizes checked.
+* ``head`` — :func:`read_head` -> :class:`HeadFacts` of an EAGLE-3 head (speculators format);
+  :func:`head_info` -> its ``ModelInfo`` (own weights, one layer's KV).
 * ``facts`` — :func:`inspect_model` -> :class:`ModelFacts`; :func:`model_info` -> ``ModelInfo``.
 """
 
@@ -23,12 +25,14 @@ from specmeter.modeldir.files import (
     read_model_config,
     require_tokenizer_files,
 )
+from specmeter.modeldir.head import HeadFacts, head_info, is_head_config, read_head
 from specmeter.modeldir.tokenizer import SPECIAL_ROLES, TokenizerFacts, read_tokenizer
 from specmeter.modeldir.weights import WeightFacts, read_weights
 
 __all__ = [
     "SPECIAL_ROLES",
     "TOKENIZER_FILES",
+    "HeadFacts",
     "ModelDirError",
     "ModelFacts",
     "ModelShape",
@@ -36,8 +40,11 @@ __all__ = [
     "WeightFacts",
     "eos_ids",
     "first_line",
+    "head_info",
     "inspect_model",
+    "is_head_config",
     "model_info",
+    "read_head",
     "read_json",
     "read_model_config",
     "read_tokenizer",

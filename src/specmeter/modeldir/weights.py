@@ -18,7 +18,7 @@ from typing import Any
 from specmeter import jsonsafe
 from specmeter.modeldir.files import ModelDirError
 
-__all__ = ["WeightFacts", "read_weights"]
+__all__ = ["WeightFacts", "read_weights", "tensor_names"]
 
 _MAX_HEADER = 100 * 2**20  # real headers are a few MB at most; anything larger is a corrupt length field
 # safetensors dtype names -> the names the rest of specmeter uses
@@ -95,3 +95,12 @@ def read_weights(path: Path) -> WeightFacts | None:
                 f"{file}: corrupt safetensors file ({size:,} bytes; its header describes only {expected:,})"
             )
     return WeightFacts(files=len(files), params=params, bytes=total, dtype_bytes=dtype_bytes)
+
+
+def tensor_names(path: Path) -> list[str]:
+    """The names of every tensor stored in the ``*.safetensors`` files of ``path`` (headers only)."""
+    names: list[str] = []
+    for file in sorted(path.glob("*.safetensors")):
+        header, _ = _read_header(file)
+        names.extend(name for name in header if name != "__metadata__")
+    return names
