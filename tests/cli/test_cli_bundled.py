@@ -16,7 +16,7 @@ runner = CliRunner()
 
 def test_names_resolve_to_the_shipped_paths() -> None:
     models, sets = bundled_names()
-    assert models == ("target", "draft-general", "draft-tiny", "draft-legal")
+    assert models == ("target", "draft-general", "draft-tiny", "draft-legal", "eagle-legal")
     assert {"general", "legal", "smoke"} <= set(sets)
     for name in models:
         assert (
@@ -26,6 +26,18 @@ def test_names_resolve_to_the_shipped_paths() -> None:
         assert resolve_bundled(name) == bundled_prompts(name) and resolve_bundled(name).is_file()
     with pytest.raises(BundledNameError, match=r"bundled:nope: .*models: target, .*golden sets: .*legal"):
         resolve_bundled("nope")
+
+
+def test_a_method_specs_head_takes_a_bundled_name() -> None:
+    head = str(bundled_model("eagle-legal"))
+    args = ["--draft", "eagle:head=bundled:eagle-legal", "--draft=eagle:head=bundled:eagle-legal",
+            "eagle:head=xbundled:eagle-legal", "note head=bundled:eagle-legal and more"]  # fmt: skip
+    assert resolve_bundled_args(args) == [
+        "--draft", f"eagle:head={head}", f"--draft=eagle:head={head}",
+        "eagle:head=xbundled:eagle-legal", "note head=bundled:eagle-legal and more",
+    ]  # fmt: skip
+    with pytest.raises(BundledNameError, match="bundled:nope"):
+        resolve_bundled_args(["eagle:head=bundled:nope"])
 
 
 def test_only_whole_arguments_are_replaced() -> None:

@@ -4,7 +4,8 @@ The demo's models live in ``src/specmeter/assets/models/<name>`` and its golden 
 ``src/specmeter/assets/{golden,prompts}/<name>.jsonl`` (or wherever the package is installed). Any argument of
 any command that is exactly ``bundled:NAME`` (or an option's ``--option=bundled:NAME``) stands for that path:
 
-* models: ``bundled:target``, ``bundled:draft-general``, ``bundled:draft-tiny``, ``bundled:draft-legal``;
+* models: ``bundled:target``, ``bundled:draft-general``, ``bundled:draft-tiny``, ``bundled:draft-legal``,
+  and the EAGLE head ``bundled:eagle-legal`` (also inside a method spec: ``eagle:head=bundled:eagle-legal``);
 * golden sets: ``bundled:general``, ``bundled:legal`` (150 held-out prompts each), ``bundled:smoke``.
 
 ``specmeter.cli.app`` replaces such arguments by the path before any option is parsed, so every option that
@@ -17,13 +18,14 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from specmeter.bundled.models import DRAFTS, TARGET, bundled_model
+from specmeter.bundled.models import DRAFTS, HEADS, TARGET, bundled_model
 from specmeter.workloads import bundled_prompt_names, bundled_prompts
 
 __all__ = ["PREFIX", "BundledNameError", "bundled_names", "resolve_bundled", "resolve_bundled_args"]
 
 PREFIX = "bundled:"
 _NAME = re.compile(r"bundled:[\w.-]+")
+_HEAD = re.compile(r"(?<=[:,]head=)bundled:[\w.-]+(?=,|$)")  # eagle:head=bundled:NAME inside a method spec
 
 
 class BundledNameError(ValueError):
@@ -32,7 +34,7 @@ class BundledNameError(ValueError):
 
 def bundled_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(model names, golden-set names) that ``bundled:NAME`` accepts."""
-    return (TARGET, *DRAFTS), bundled_prompt_names()
+    return (TARGET, *DRAFTS, *HEADS), bundled_prompt_names()
 
 
 def resolve_bundled(name: str) -> Path:
@@ -50,12 +52,15 @@ def resolve_bundled(name: str) -> Path:
 
 def resolve_bundled_args(args: Sequence[str]) -> list[str]:
     """``args`` with every ``bundled:NAME`` argument (and ``--option=bundled:NAME``) replaced by its path.
-    Only whole arguments of that form are replaced: text that merely contains ``bundled:`` (a launch template,
+    Only whole arguments of that form (and a method spec's ``head=bundled:NAME``) are replaced: text that merely contains ``bundled:`` (a launch template,
     a note with spaces) is left as it is. BundledNameError on an unknown name."""
     out = []
     for arg in args:
         head, sep, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
         if _NAME.fullmatch(value):
             arg = f"{head}{sep}{resolve_bundled(value.removeprefix(PREFIX))}"
+        elif _HEAD.search(value):
+            value = _HEAD.sub(lambda m: str(resolve_bundled(m.group(0).removeprefix(PREFIX))), value)
+            arg = f"{head}{sep}{value}"
         out.append(arg)
     return out
