@@ -52,8 +52,9 @@ def resolve_bundled(name: str) -> Path:
 
 def resolve_bundled_args(args: Sequence[str]) -> list[str]:
     """``args`` with every ``bundled:NAME`` argument (and ``--option=bundled:NAME``) replaced by its path.
-    Only whole arguments of that form (and a method spec's ``head=bundled:NAME``) are replaced: text that merely contains ``bundled:`` (a launch template,
-    a note with spaces) is left as it is. BundledNameError on an unknown name."""
+    Only whole arguments of that form (and a method spec's ``head=bundled:NAME``) are replaced: text that
+    merely contains ``bundled:`` (a launch template, a note with spaces) is left as it is. BundledNameError
+    on an unknown name."""
     out = []
     for arg in args:
         head, sep, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
