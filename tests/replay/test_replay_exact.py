@@ -119,3 +119,109 @@ def test_greedy_replay_equals_the_live_loop(
     print("\nexactness (live vs replay: accepted, drafted, steps)")
     for row in table:
         print(row)
+
+
+def _replay(args: list[str]) -> Any:
+    return runner.invoke(app, ["replay", *args, "--no-store"])
+
+
+def test_shards_merged_equal_one_run(tiny: Any, greedy_log: Path, tmp_path: Path) -> None:
+    """Three shards (each walking every third request, the others only feeding suffix's cache) merged give
+    the single run's figures, intervals included."""
+    base = ["--from", str(greedy_log), "--target", str(tiny.target), "--k", "2,3", "--method", "suffix",
+            "--method", "ngram:min=1,max=2", "--category-field", "domain", "--warm", "1"]  # fmt: skip
+    single = tmp_path / "single.json"
+    assert _replay([*base, "--json", str(single)]).exit_code == 0
+    shards = [tmp_path / f"shard{i}.json" for i in range(3)]
+    for i, path in enumerate(shards):
+        result = _replay([*base, "--shard", f"{i}/3", "--json", str(path), "--quiet"])
+        assert result.exit_code == 0, result.output
+    merged = tmp_path / "merged.json"
+    result = runner.invoke(app, ["replay", "--merge", str(shards[2]), "--merge", str(shards[0]), "--merge",
+                                 str(shards[1]), "--json", str(merged), "--no-store"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    one, many = json.loads(single.read_text("utf-8")), json.loads(merged.read_text("utf-8"))
+    assert one["candidates"] == many["candidates"]
+    assert sum(json.loads(p.read_text("utf-8"))["replay"]["log"]["measured"] for p in shards) == len(PROMPTS) - 1
+    # A missing shard, or a shard of another replay, is refused in one line.
+    result = runner.invoke(app, ["replay", "--merge", str(shards[0]), "--merge", str(shards[1]), "--no-store"])
+    assert result.exit_code == 2 and "shard 2 of 3 missing" in result.output
+    result = runner.invoke(app, ["replay", "--merge", str(single), "--no-store"])
+    assert result.exit_code == 2 and "is not a shard" in result.output
+
+
+def test_a_log_from_another_model_is_detected(tiny: Any, greedy_log: Path, tmp_path: Path) -> None:
+    # The log names the model `target`; replaying it as another model's (same tokenizer) is refused.
+    result = _replay(["--from", str(greedy_log), "--target", str(tiny.qwen2), "--method", "ngram"])
+    assert result.exit_code == 2
+    assert "no request of model 'qwen2'" in result.output and "target" in result.output
+    assert "--model" in result.output
+    # A tokenizer that cannot have produced the logged ids: every request is set aside as such.
+    result = _replay(["--from", str(greedy_log), "--target", str(tiny.other_tokenizer_draft), "--method",
+                      "ngram", "--model", "target", "--json", str(tmp_path / "r.json")])  # fmt: skip
+    assert result.exit_code == 2
+    assert "no usable request" in result.output
+    # --model picks the log's model; the tokenizer is the same, so every request replays.
+    result = _replay(["--from", str(greedy_log), "--target", str(tiny.qwen2), "--method", "ngram",
+                      "--model", "target", "--json", str(tmp_path / "ok.json")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "ok.json").read_text("utf-8"))["replay"]["log"]["measured"] == len(PROMPTS)
+
+
+def test_bad_lines_are_one_line_each_and_the_rest_replays(tiny: Any, greedy_log: Path, tmp_path: Path) -> None:
+    lines = greedy_log.read_text("utf-8").splitlines()
+    no_output = {k: v for k, v in json.loads(lines[1]).items() if k not in ("output_ids", "output")}
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(
+        "\n".join([lines[0], '{"prompt": "cut', json.dumps(no_output), "[1, 2]", *lines[2:]]) + "\n", "utf-8"
+    )
+    out = tmp_path / "r.json"
+    result = _replay(["--from", str(mixed), "--target", str(tiny.target), "--method", "ngram", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"{mixed}:2: invalid JSON" in result.output
+    assert f"{mixed}:3: no response logged" in result.output
+    assert f"{mixed}:4: expected a JSON object" in result.output
+    log = json.loads(out.read_text("utf-8"))["replay"]["log"]
+    assert log["bad_lines"] == 3 and log["measured"] == len(PROMPTS) - 1
+
+
+def test_a_log_without_responses_is_one_error(tiny: Any, tmp_path: Path) -> None:
+    log = tmp_path / "prompts.jsonl"
+    log.write_text(json.dumps({"id": "a", "prompt": "Hello", "accepted_tokens": 1, "drafted_tokens": 2}) + "\n")
+    result = _replay(["--from", str(log), "--target", str(tiny.target), "--method", "ngram"])
+    assert result.exit_code == 2
+    assert f"{log}:1: no response logged" in result.output and "--log-output" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_sampled_replay_alpha_lies_in_the_live_interval(tiny: Any, target: LoadedModel, tmp_path: Path) -> None:
+    """Temperature 1: the logged token equals a deterministic draft token with the live acceptance
+    probability, so replayed α estimates live α; with several seeds of live runs, replay's α lies within
+    the live run's 95% interval."""
+    from specmeter.metrics.stats import bootstrap_ratio_ci
+
+    log = tmp_path / "sampled.jsonl"
+    _serve_log(tiny.target, log, 1.0, range(3))
+    lines = [json.loads(x) for x in log.read_text("utf-8").splitlines()]
+    out = tmp_path / "r.json"
+    result = _replay(["--from", str(log), "--target", str(tiny.target), "--method", "ngram:min=1,max=2",
+                      "--k", "3", "--json", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    replayed = json.loads(out.read_text("utf-8"))["candidates"][0]["summary"]["acceptance_rate"]
+    import torch
+
+    accepted, drafted = [], []
+    for seed in range(5):
+        proposer = make_proposer("ngram:min=1,max=2", target)
+        for i, line in enumerate(lines):
+            generator = torch.Generator().manual_seed(10_000 + seed * 1000 + i)
+            gen = speculative_decode(
+                target.model, proposer, line["prompt_ids"], k=3, params=SamplingParams(temperature=1.0),
+                max_tokens=line["max_tokens"], eos_ids=target.eos_ids, generator=generator,
+            )  # fmt: skip
+            accepted.append(sum(s.accepted for s in gen.steps))
+            drafted.append(sum(s.drafted for s in gen.steps))
+    ci = bootstrap_ratio_ci(accepted, drafted)
+    assert ci is not None and sum(drafted) > 50
+    assert ci[0] <= replayed <= ci[1], (replayed, ci)
