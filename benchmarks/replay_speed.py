@@ -56,7 +56,9 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--smoke", action="store_true", help="30 requests × 32 tokens: does it run end to end")
+    parser.add_argument(
+        "--smoke", action="store_true", help="30 requests × 32 tokens: does it run end to end"
+    )
     parser.add_argument("--json", type=Path, default=None, help="Write the figures as JSON.")
     args = parser.parse_args()
     if args.smoke:
@@ -67,7 +69,8 @@ def main() -> int:
         probe = ReplayConfig(sources=(ASSETS / "golden",), methods=("ngram",), ks=(args.k,), target=target)
         checks = open_checks(probe)
         write_log(log, checks.tokenizer, args.requests, args.tokens)
-        print(f"log: {args.requests} requests × {args.tokens} tokens ({log.stat().st_size / 1e6:.1f} MB), k={args.k}")
+        size = log.stat().st_size / 1e6
+        print(f"log: {args.requests} requests × {args.tokens} tokens ({size:.1f} MB), k={args.k}")
         print(f"{'method':<24} {'seconds':>8} {'requests/s':>11} {'α':>7} {'τ':>6}")
         figures = {}
         for method in METHODS:
@@ -79,7 +82,11 @@ def main() -> int:
             result = build_result(cfg, replayed).to_dict()
             seconds = time.perf_counter() - t0
             s = result["candidates"][0]["summary"]
-            figures[method] = {"seconds": seconds, "alpha": s["acceptance_rate"], "tau": s["acceptance_length"]}
+            figures[method] = {
+                "seconds": seconds,
+                "alpha": s["acceptance_rate"],
+                "tau": s["acceptance_length"],
+            }
             alpha = "—" if s["acceptance_rate"] is None else f"{s['acceptance_rate']:.3f}"
             tau = "—" if s["acceptance_length"] is None else f"{s['acceptance_length']:.2f}"
             print(f"{method:<24} {seconds:>8.2f} {args.requests / seconds:>11.0f} {alpha:>7} {tau:>6}")
@@ -90,7 +97,9 @@ def main() -> int:
         f"slowest here {worst:.2f} s ({worst * scale:.1f} s scaled to 1,000 × 256)"
     )
     if args.json is not None:
-        args.json.write_text(json.dumps({"requests": args.requests, "tokens": args.tokens, "methods": figures}))
+        args.json.write_text(
+            json.dumps({"requests": args.requests, "tokens": args.tokens, "methods": figures})
+        )
     return 0
 
 

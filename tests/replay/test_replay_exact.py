@@ -73,7 +73,9 @@ def target(tiny: Any) -> LoadedModel:
     return load_model(tiny.target, device="cpu")
 
 
-def _live(target: LoadedModel, lines: list[dict[str, Any]], method: str, k: int) -> list[tuple[int, int, int]]:
+def _live(
+    target: LoadedModel, lines: list[dict[str, Any]], method: str, k: int
+) -> list[tuple[int, int, int]]:
     proposer = make_proposer(method, target)
     out = []
     for line in lines:
@@ -93,8 +95,9 @@ def test_greedy_replay_equals_the_live_loop(
     lines = [json.loads(x) for x in greedy_log.read_text("utf-8").splitlines()]
     assert {"output_ids", "output", "prompt_ids", "finish_reason", "max_tokens", "model"} <= set(lines[0])
     out, csv_path = tmp_path / "replay.json", tmp_path / "replay.csv"
-    args = ["replay", "--from", str(greedy_log), "--target", str(tiny.target), "--k", ",".join(map(str, KS)),
-            "--category-field", "domain", "--json", str(out), "--csv", str(csv_path), "--no-store"]  # fmt: skip
+    ks = ",".join(map(str, KS))
+    args = ["replay", "--from", str(greedy_log), "--target", str(tiny.target), "--k", ks, "--category-field",
+            "domain", "--json", str(out), "--csv", str(csv_path), "--no-store"]  # fmt: skip
     for m in METHODS:
         args += ["--method", m]
     result = runner.invoke(app, args)
@@ -114,7 +117,9 @@ def test_greedy_replay_equals_the_live_loop(
         label = f"{cand['draft']}@k={cand['k']}"
         per_request = [r for r in rows if r["run"] == label]
         assert len(per_request) == len(lines)
-        assert [(int(r["accepted_tokens"]), int(r["drafted_tokens"]), int(r["steps"])) for r in per_request] == live
+        assert [
+            (int(r["accepted_tokens"]), int(r["drafted_tokens"]), int(r["steps"])) for r in per_request
+        ] == live
     assert sum(t[2][1] for t in table) > 0, "no method drafted anything: the test would prove nothing"
     print("\nexactness (live vs replay: accepted, drafted, steps)")
     for row in table:
@@ -142,9 +147,13 @@ def test_shards_merged_equal_one_run(tiny: Any, greedy_log: Path, tmp_path: Path
     assert result.exit_code == 0, result.output
     one, many = json.loads(single.read_text("utf-8")), json.loads(merged.read_text("utf-8"))
     assert one["candidates"] == many["candidates"]
-    assert sum(json.loads(p.read_text("utf-8"))["replay"]["log"]["measured"] for p in shards) == len(PROMPTS) - 1
+    assert (
+        sum(json.loads(p.read_text("utf-8"))["replay"]["log"]["measured"] for p in shards) == len(PROMPTS) - 1
+    )
     # A missing shard, or a shard of another replay, is refused in one line.
-    result = runner.invoke(app, ["replay", "--merge", str(shards[0]), "--merge", str(shards[1]), "--no-store"])
+    result = runner.invoke(
+        app, ["replay", "--merge", str(shards[0]), "--merge", str(shards[1]), "--no-store"]
+    )
     assert result.exit_code == 2 and "shard 2 of 3 missing" in result.output
     result = runner.invoke(app, ["replay", "--merge", str(single), "--no-store"])
     assert result.exit_code == 2 and "is not a shard" in result.output
@@ -168,7 +177,9 @@ def test_a_log_from_another_model_is_detected(tiny: Any, greedy_log: Path, tmp_p
     assert json.loads((tmp_path / "ok.json").read_text("utf-8"))["replay"]["log"]["measured"] == len(PROMPTS)
 
 
-def test_bad_lines_are_one_line_each_and_the_rest_replays(tiny: Any, greedy_log: Path, tmp_path: Path) -> None:
+def test_bad_lines_are_one_line_each_and_the_rest_replays(
+    tiny: Any, greedy_log: Path, tmp_path: Path
+) -> None:
     lines = greedy_log.read_text("utf-8").splitlines()
     no_output = {k: v for k, v in json.loads(lines[1]).items() if k not in ("output_ids", "output")}
     mixed = tmp_path / "mixed.jsonl"
@@ -176,7 +187,9 @@ def test_bad_lines_are_one_line_each_and_the_rest_replays(tiny: Any, greedy_log:
         "\n".join([lines[0], '{"prompt": "cut', json.dumps(no_output), "[1, 2]", *lines[2:]]) + "\n", "utf-8"
     )
     out = tmp_path / "r.json"
-    result = _replay(["--from", str(mixed), "--target", str(tiny.target), "--method", "ngram", "--json", str(out)])
+    result = _replay(
+        ["--from", str(mixed), "--target", str(tiny.target), "--method", "ngram", "--json", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert f"{mixed}:2: invalid JSON" in result.output
     assert f"{mixed}:3: no response logged" in result.output
@@ -187,7 +200,9 @@ def test_bad_lines_are_one_line_each_and_the_rest_replays(tiny: Any, greedy_log:
 
 def test_a_log_without_responses_is_one_error(tiny: Any, tmp_path: Path) -> None:
     log = tmp_path / "prompts.jsonl"
-    log.write_text(json.dumps({"id": "a", "prompt": "Hello", "accepted_tokens": 1, "drafted_tokens": 2}) + "\n")
+    log.write_text(
+        json.dumps({"id": "a", "prompt": "Hello", "accepted_tokens": 1, "drafted_tokens": 2}) + "\n"
+    )
     result = _replay(["--from", str(log), "--target", str(tiny.target), "--method", "ngram"])
     assert result.exit_code == 2
     assert f"{log}:1: no response logged" in result.output and "--log-output" in result.output
@@ -195,7 +210,9 @@ def test_a_log_without_responses_is_one_error(tiny: Any, tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_sampled_replay_alpha_lies_in_the_live_interval(tiny: Any, target: LoadedModel, tmp_path: Path) -> None:
+def test_sampled_replay_alpha_lies_in_the_live_interval(
+    tiny: Any, target: LoadedModel, tmp_path: Path
+) -> None:
     """Temperature 1: the logged token equals a deterministic draft token with the live acceptance
     probability, so replayed α estimates live α; with several seeds of live runs, replay's α lies within
     the live run's 95% interval."""

@@ -33,7 +33,11 @@ def test_indexed_ngram_drafts_equal_the_engines(seed: int) -> None:
         lo = rng.randrange(1, 4)
         hi = lo + rng.randrange(0, 3)
         n, m = rng.randrange(1, 4), rng.randrange(1, 6)
-        ngram, simple, mapk = IndexedNgram(lo, hi, "x"), IndexedNgramSimple(n, m, "s"), IndexedNgramMapKey(n, m, "m")
+        ngram, simple, mapk = (
+            IndexedNgram(lo, hi, "x"),
+            IndexedNgramSimple(n, m, "s"),
+            IndexedNgramMapKey(n, m, "m"),
+        )
         for p in (ngram, simple, mapk):
             p.begin(seq[:1])
         for t in range(1, len(seq) + 1):
@@ -64,7 +68,9 @@ def test_suffix_replay_drafts_equal_the_cache_driven_by_hand() -> None:
     rng = random.Random(3)
     spec = parse_method("suffix")
     replay, absorbed = SuffixReplay(spec), SuffixReplay(spec)
-    cache = SuffixCache(max_tree_depth=spec.int_value("depth"), max_cached_requests=spec.int_value("requests"))
+    cache = SuffixCache(
+        max_tree_depth=spec.int_value("depth"), max_cached_requests=spec.int_value("requests")
+    )
     for request in range(12):
         prompt = [rng.randrange(6) for _ in range(rng.randrange(2, 12))]
         response = [rng.randrange(6) for _ in range(rng.randrange(3, 30))]

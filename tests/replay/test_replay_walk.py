@@ -43,7 +43,9 @@ def _steps(w: object) -> list[tuple[int, int, int]]:
 def test_accepted_prefix_then_the_bonus_token() -> None:
     # prompt 2 tokens; response 10 11 12 13 14 15 (ended by length, max_tokens 6).
     p = Fixed({3: [11, 12, 99], 7: [14]})
-    w = walk(p, [1, 2], [10, 11, 12, 13, 14, 15], k=3, max_tokens=6, eos_ids={0}, request_id="r", category="c")
+    w = walk(
+        p, [1, 2], [10, 11, 12, 13, 14, 15], k=3, max_tokens=6, eos_ids={0}, request_id="r", category="c"
+    )
     # after the prefill's 10 (context 3): draft 11 12 99 -> 2 accepted + bonus 13 (context 6); no draft at
     # context 6: a target-only step gives 14; at context 7, d = min(3, 6 - 5 - 1) = 0: a target-only step.
     assert _steps(w) == [(3, 2, 3), (0, 0, 1), (0, 0, 1)]

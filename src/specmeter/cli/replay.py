@@ -1,4 +1,4 @@
-"""``specmeter replay``: what each method would have accepted on logged traffic (package ``specmeter.replay``)."""
+"""``specmeter replay``: what each method would have accepted on logged traffic (``specmeter.replay``)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,14 @@ FORMAT_CHOICES = ("auto", "openai", "specmeter")
 
 def replay(
     sources: list[Path] = typer.Option(
-        None, "--from", help="A request log with responses (JSONL), or a directory of them; repeat for several."
+        None,
+        "--from",
+        help="A request log with responses (JSONL), or a directory of them; repeat for several.",
     ),
     methods: list[str] = typer.Option(
-        None, "--method", help="A method spec (ngram:min=2,max=4, ngram-simple, suffix, …); repeat for several."
+        None,
+        "--method",
+        help="A method spec (ngram:min=2,max=4, ngram-simple, suffix, …); repeat for several.",
     ),
     k: str = typer.Option("4", "--k", help="Draft lengths, comma-separated (e.g. 2,4,8)."),
     target: Path | None = typer.Option(
@@ -29,11 +33,15 @@ def replay(
     ),
     fmt: str = typer.Option("auto", "--format", help="Log format: " + ", ".join(FORMAT_CHOICES) + "."),
     category_field: str | None = typer.Option(
-        None, "--category-field", help="Field (dotted path, e.g. domain or metadata.domain) naming the category."
+        None,
+        "--category-field",
+        help="Field (dotted path, e.g. domain or metadata.domain) naming the category.",
     ),
     rules: Path | None = typer.Option(None, "--rules", help="YAML rules: regex or keywords → category."),
     model: str | None = typer.Option(
-        None, "--model", help="Replay only requests that name this model (default: the target directory's name)."
+        None,
+        "--model",
+        help="Replay only requests that name this model (default: the target directory's name).",
     ),
     warm: int = typer.Option(
         0, "--warm", help="The first N usable requests feed the caches (suffix) but not the figures."
@@ -100,7 +108,13 @@ def replay(
         )
     except (ReplayError, CostsError) as e:
         fail(str(e))
-    _finish(result, replayed.rows, html_out, resolve_store(None if shard else store, no_store or bool(shard)), quiet)
+    _finish(
+        result,
+        replayed.rows,
+        html_out,
+        resolve_store(None if shard else store, no_store or bool(shard)),
+        quiet,
+    )
 
 
 def _finish(

@@ -49,10 +49,14 @@ def _surface(section: Mapping[str, Any]) -> CostSurface | None:
         try:
             points.append(
                 SurfacePoint(
-                    int(p["batch"]), int(p["k"]), float(p["step_ms"]) / MS, float(p.get("draft_ms") or 0) / MS,
-                    float(p.get("verify_ms") or 0) / MS, float(p.get("step_spread_ms") or 0) / MS,
+                    int(p["batch"]),
+                    int(p["k"]),
+                    float(p["step_ms"]) / MS,
+                    float(p.get("draft_ms") or 0) / MS,
+                    float(p.get("verify_ms") or 0) / MS,
+                    float(p.get("step_spread_ms") or 0) / MS,
                     int(p.get("steps") or 0),
-                )  # fmt: skip
+                )
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -123,7 +127,9 @@ def _e(
         tau = tau_by_k(cumulative, k).get(k)
         s = surface
         if _model_free(label):
-            s = CostSurface(tuple(replace(p, step_s=p.step_s - p.draft_s, draft_s=0.0) for p in surface.points))
+            s = CostSurface(
+                tuple(replace(p, step_s=p.step_s - p.draft_s, draft_s=0.0) for p in surface.points)
+            )
         return predict_speedup_batched(s, batch, k, tau)
     assert whatif is not None
     alpha = summary.get("acceptance_rate")

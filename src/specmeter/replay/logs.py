@@ -80,7 +80,9 @@ def log_files(sources: Sequence[str | os.PathLike[str]]) -> list[Path]:
 def _ids(value: object, where: str) -> tuple[int, ...] | None:
     if value is None:
         return None
-    if isinstance(value, list) and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value):
+    if isinstance(value, list) and all(
+        isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value
+    ):
         return tuple(value)
     raise RecordError(f"field '{where}': must be a list of token ids (non-negative integers)")
 
@@ -101,13 +103,21 @@ def _blocks_text(value: object, where: str) -> str:
     if isinstance(value, list):
         parts = []
         for i, block in enumerate(value):
-            if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+            ):
                 parts.append(block["text"])
             elif isinstance(block, Mapping) and block.get("type") in ("thinking", "redacted_thinking"):
-                raise RecordError(f"field '{where}[{i}]': a thinking block (its tokens were not logged as text)")
+                raise RecordError(
+                    f"field '{where}[{i}]': a thinking block (its tokens were not logged as text)"
+                )
             else:
                 kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
-                raise RecordError(f"field '{where}[{i}]': a {kind!s} block (only text responses can be replayed)")
+                raise RecordError(
+                    f"field '{where}[{i}]': a {kind!s} block (only text responses can be replayed)"
+                )
         return "".join(parts)
     raise RecordError(f"field '{where}': must be a string or a list of content blocks")
 
@@ -188,6 +198,7 @@ def parse_logged(
     model: str | None = None
     temperature = _number(obj.get("temperature"))
     max_tokens = _positive(obj.get("max_tokens"))
+    text: str | None
     if isinstance(response, Mapping):  # a gateway line
         text, end = _gateway_response(response)
         output_ids = _ids(response.get("output_ids"), "response.output_ids")
@@ -198,7 +209,8 @@ def parse_logged(
         max_tokens = max_tokens or prompt.max_tokens
     else:
         output_ids = _ids(obj.get("output_ids"), "output_ids")
-        text = obj.get("output") if isinstance(obj.get("output"), str) else None
+        logged = obj.get("output")
+        text = logged if isinstance(logged, str) else None
         if output_ids is None and text is None:
             if response is not None:
                 raise RecordError("field 'response': must be an object (a response body)")
@@ -265,7 +277,9 @@ def iter_log(
                     continue
                 if number == 1 and text.lstrip().startswith("["):
                     yield Problem(
-                        file, None, "a JSON array; replay reads JSONL, one record a line (jq -c '.[]' converts)"
+                        file,
+                        None,
+                        "a JSON array; replay reads JSONL, one record a line (jq -c '.[]' converts)",
                     )
                     break
                 try:

@@ -22,10 +22,10 @@ from typing import Any, Protocol
 from specmeter.methods import MethodSpec
 
 __all__ = [
+    "EngineProposer",
     "IndexedNgram",
     "IndexedNgramMapKey",
     "IndexedNgramSimple",
-    "EngineProposer",
     "ReplayProposer",
     "SuffixReplay",
     "replay_proposer",
@@ -209,7 +209,9 @@ class SuffixReplay:
         self.depth = spec.int_value("depth")
         self.factor, self.offset = spec.float_value("factor"), spec.float_value("offset")
         self.min_prob = spec.float_value("min_prob")
-        self.cache: Any = SuffixCache(max_tree_depth=self.depth, max_cached_requests=spec.int_value("requests"))
+        self.cache: Any = SuffixCache(
+            max_tree_depth=self.depth, max_cached_requests=spec.int_value("requests")
+        )
         self._request = -1
 
     def begin(self, prompt: Sequence[int]) -> None:

@@ -51,7 +51,8 @@ MAX_LISTED = 50  # bad lines and set-aside requests listed in the result (all ar
 # Summary keys replay does not measure (times, speedups, bandwidth): null, never zero.
 TIMING_KEYS: tuple[str, ...] = (
     "cost_ratio", "cost_curve", "speedup_measured", "speedup_measured_ci", "speedup_measured_decode",
-    "speedup_seed", "speedup_leviathan", "speedup_calibrated", "speedup_calibrated_by_k", "ttft_ms", "tpot_ms",
+    "speedup_seed", "speedup_leviathan", "speedup_calibrated", "speedup_calibrated_by_k", "ttft_ms",
+    "tpot_ms",
     "gap_ms", "gap_per_token_ms", "latency_ms", "jitter", "gap_p99_over_p50", "stalls", "stall_rate",
     "tokens_per_s", "decode_tokens_per_s", "achieved_bytes_per_s", "copy_bytes_per_s", "bandwidth_fraction",
     *MODEL_FILE_KEYS,
@@ -176,7 +177,11 @@ class LogTally:
             "set_aside_listed": self.flagged,
             "not_canonical": self.not_canonical,
             "models": dict(self.models),
-            "temperature": {"greedy": self.greedy, "sampled": self.sampled, "unknown": self.unknown_temperature},
+            "temperature": {
+                "greedy": self.greedy,
+                "sampled": self.sampled,
+                "unknown": self.unknown_temperature,
+            },
         }
 
 
@@ -195,9 +200,7 @@ def _strip(summary: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def figures(
-    rows: Mapping[tuple[str, int], Sequence[Row]], target: str
-) -> list[dict[str, Any]]:
+def figures(rows: Mapping[tuple[str, int], Sequence[Row]], target: str) -> list[dict[str, Any]]:
     """One candidate entry per (method, k): the docs/results.md summary of its rows (log order), overall
     and per category, computed by ``metrics.summarize`` as for ``bench``; timings null."""
     out = []
@@ -355,7 +358,10 @@ def _section(
 
 
 def build_result(
-    cfg: ReplayConfig, replayed: Replayed, *, costs: Callable[[Sequence[Mapping[str, Any]]], Any] | None = None
+    cfg: ReplayConfig,
+    replayed: Replayed,
+    *,
+    costs: Callable[[Sequence[Mapping[str, Any]]], Any] | None = None,
 ) -> ResultFile:
     """The result file (written to ``--json`` as it is built): bench's shape, kind ``replay``."""
     result = ResultFile(cfg.json_out, kind="replay", config=cfg.as_dict())
@@ -381,7 +387,9 @@ def write_csv(path: Path, rows: Mapping[tuple[str, int], Sequence[Row]]) -> None
                 writer.writerow(["" if row[c] is None else row[c] for c in CSV_COLUMNS])
 
 
-def store_rows(rows: Mapping[tuple[str, int], Sequence[Row]]) -> list[tuple[str, str | None, int, RequestRecord]]:
+def store_rows(
+    rows: Mapping[tuple[str, int], Sequence[Row]],
+) -> list[tuple[str, str | None, int, RequestRecord]]:
     """(slot, draft, k, record) for the run store, every (method, k) in log order."""
     return [
         (run_label(label, k), label, k, r.record())
@@ -418,10 +426,14 @@ def _nothing(cfg: ReplayConfig, t: LogTally) -> str:
             "--model NAME picks the model whose requests to replay"
         )
     if t.usable and t.usable <= cfg.warm:
-        return f"{where}: all {t.usable} usable requests are within --warm {cfg.warm}: nothing left to measure"
+        return (
+            f"{where}: all {t.usable} usable requests are within --warm {cfg.warm}: nothing left to measure"
+        )
     if t.usable:
-        return f"{where}: no usable request falls in --shard {cfg.shard[0]}/{cfg.shard[1]}" if cfg.shard else (
-            f"{where}: nothing to replay"
+        return (
+            f"{where}: no usable request falls in --shard {cfg.shard[0]}/{cfg.shard[1]}"
+            if cfg.shard
+            else (f"{where}: nothing to replay")
         )
     return f"{where}: no usable request ({t.problem_count} bad lines, {sum(t.flags.values())} set aside)"
 
@@ -441,7 +453,11 @@ def _read_shard(path: Path) -> Mapping[str, Any]:
     if not isinstance(data, Mapping) or data.get("kind") != "replay":
         raise ReplayError(f"--merge: {path} is not a replay result")
     section = data.get("replay")
-    if not isinstance(section, Mapping) or not isinstance(section.get("shard"), Mapping) or "rows" not in section:
+    if (
+        not isinstance(section, Mapping)
+        or not isinstance(section.get("shard"), Mapping)
+        or "rows" not in section
+    ):
         raise ReplayError(f"--merge: {path} is not a shard (a replay run with --shard i/N and --json)")
     if data.get("complete") is not True:
         raise ReplayError(f"--merge: {path} is an unfinished shard (complete: false)")
@@ -465,7 +481,8 @@ def merge_results(
         if other != config:
             diff = sorted(k for k in set(other) | set(config) if other.get(k) != config.get(k))
             raise ReplayError(
-                f"--merge: {path} is a shard of another replay than {first_path} (differs in {', '.join(diff)})"
+                f"--merge: {path} is a shard of another replay than {first_path} "
+                f"(differs in {', '.join(diff)})"
             )
         shard = data["replay"]["shard"]
         if int(shard["count"]) != count:
@@ -476,16 +493,17 @@ def merge_results(
         seen[index] = path
     missing = sorted(set(range(count)) - set(seen))
     if missing:
-        raise ReplayError(f"--merge: shard{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of {count} missing")
+        raise ReplayError(
+            f"--merge: shard{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
+            f"of {count} missing"
+        )
     rows: dict[tuple[str, int], list[Row]] = {}
     for c in first["candidates"]:
         rows[(str(c["draft"]), int(c["k"]))] = []
     for _, data in shards:
         for c in data["candidates"]:
             key = (str(c["draft"]), int(c["k"]))
-            rows.setdefault(key, []).extend(
-                Row.from_dict(r) for r in data["replay"]["rows"][run_label(*key)]
-            )
+            rows.setdefault(key, []).extend(Row.from_dict(r) for r in data["replay"]["rows"][run_label(*key)])
     log = dict(first["replay"]["log"])  # every shard read the whole log: its counts are the log's
     measured = sum(int(d["replay"]["log"]["measured"]) for _, d in shards)
     log.update(measured=measured, other_shards=0)
@@ -499,7 +517,9 @@ def merge_results(
         "exact": first["replay"].get("exact"),
         "past_end": {f"{c['draft']}@k={c['k']}": c["past_end"] for c in candidates},
         "costs": first["replay"].get("costs"),
-        "merged_from": [str(p) for p, _ in sorted(shards, key=lambda s: int(s[1]["replay"]["shard"]["index"]))],
+        "merged_from": [
+            str(p) for p, _ in sorted(shards, key=lambda s: int(s[1]["replay"]["shard"]["index"]))
+        ],
     }
     result.set_section("replay", section)
     result.finish()

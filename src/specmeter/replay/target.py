@@ -1,4 +1,4 @@
-"""The target directory's part in a replay: its tokenizer and EOS ids, and its weights when a method needs them.
+"""The target directory's part in a replay: its tokenizer and EOS ids; its weights when a method needs them.
 
 Model-free methods need the tokenizer only (a directory with just the tokenizer files will do). A draft
 model directory and ``layers:n`` need the engine: the target loads (for ``layers:n``, whose draft is the
@@ -55,7 +55,7 @@ def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], Rep
 
     def build(parsed: MethodSpec | DraftDir) -> ReplayProposer:
         try:
-            proposer = make_proposer(parsed, target)
+            proposer = make_proposer(parsed if isinstance(parsed, MethodSpec) else parsed.path, target)
         except (MethodNotRunnable, ModelDirError) as e:
             raise ReplayError(f"--method: {e}") from None
         return EngineProposer(proposer, lambda: capacity, target.model.vocab_size)

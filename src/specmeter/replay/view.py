@@ -101,7 +101,9 @@ def _category_table(result: Mapping[str, Any]) -> Table | None:
 def _costs_table(costs: Mapping[str, Any]) -> Table:
     batches = [str(b) for b in costs.get("batches") or []]
     table = Table(
-        title=f"predicted speedup E(B) from {costs.get('source', DASH)}", title_justify="left", title_style="bold"
+        title=f"predicted speedup E(B) from {costs.get('source', DASH)}",
+        title_justify="left",
+        title_style="bold",
     )
     table.add_column("method @ k")
     for b in batches:
@@ -125,14 +127,16 @@ def render_replay(result: Mapping[str, Any], console: Console) -> None:
         console.print(Text(f"{line}: skipped", style="yellow"), soft_wrap=True)
     for item in log.get("set_aside_listed") or []:
         console.print(
-            Text(f"{item.get('source')}: set aside ({item.get('flag')}): {item.get('reason')}", style="yellow"),
+            Text(
+                f"{item.get('source')}: set aside ({item.get('flag')}): {item.get('reason')}", style="yellow"
+            ),
             soft_wrap=True,
         )
     if log.get("not_canonical"):
         console.print(
             Text(
-                f"{fmt_int(log['not_canonical'])} responses are not the tokenizer's own encoding of their text: "
-                "replayed on the logged ids (a text-only log would shift them).",
+                f"{fmt_int(log['not_canonical'])} responses are not the tokenizer's own encoding of their "
+                "text: replayed on the logged ids (a text-only log would shift them).",
                 style="yellow",
             ),
             soft_wrap=True,
@@ -142,14 +146,16 @@ def render_replay(result: Mapping[str, Any], console: Console) -> None:
         listed = ", ".join(f"{k} {v}" for k, v in past.items())
         console.print(
             Text(
-                f"Drafts that matched through the response's end ({listed} steps): acceptance there is a lower "
-                "bound (docs/replay.md).",
+                f"Drafts that matched through the response's end ({listed} steps): acceptance there is a "
+                "lower bound (docs/replay.md).",
                 style="yellow",
             ),
             soft_wrap=True,
         )
     if section.get("exact"):
-        note = "Every replayed request was greedy: these are the live figures exactly (deterministic methods)."
+        note = (
+            "Every replayed request was greedy: these are the live figures exactly (deterministic methods)."
+        )
     else:
         note = (
             "Sampled (or unknown-temperature) requests: replayed α estimates the live α in distribution "
