@@ -294,7 +294,9 @@ def replay_proposer(spec: MethodSpec, engine: Callable[[MethodSpec], Any] | None
     if spec.method == "ngram-map-k":
         return IndexedNgramMapKey(spec.int_value("n"), spec.int_value("m"), spec.label)
     if spec.method == "suffix":
-        return SuffixReplay(spec)
+        from specmeter.replay.suffix_fast import FastSuffixReplay
+
+        return FastSuffixReplay(spec)
     if engine is None:
         raise ValueError(f"{spec.label}: needs the target's weights (--target with a model)")
     return engine(spec)  # type: ignore[no-any-return]
