@@ -106,6 +106,15 @@ def _best(
         if found and float(best_score) >= max_tokens:
             break  # no shorter match can score higher
         node = nodes[m - 1]
+        first = node.first()
+        if first is None or max_tokens == 0:  # an empty draft scores 0: it wins only as the first tried
+            if not found:
+                best, best_score, found = [], _F32(0.0), True
+            continue
+        # Every probability of the walk is at most the first one (each factor is <= 1, also in float32):
+        # a draft of t tokens scores at most t times it (with room for float32 rounding).
+        if found and float(best_score) >= max_tokens * (first.count / node.count) * (1 + 1e-5):
+            continue
         tokens: list[int] = []
         prob, score = _F32(1.0), _F32(0.0)
         while len(tokens) < max_tokens and prob >= min_prob:
@@ -113,7 +122,7 @@ def _best(
             if child is None:
                 break
             if child.count != node.count:
-                prob = _F32(prob * (_F32(child.count) / _F32(node.count)))
+                prob = _F32(prob * _ratio(child.count, node.count))
                 if prob < min_prob:
                     break
             tokens.append(child.token)
@@ -122,6 +131,20 @@ def _best(
         if not found or score > best_score:
             best, best_score, found = tokens, score, True
     return best, best_score
+
+
+_RATIOS: dict[tuple[int, int], np.float32] = {}
+
+
+def _ratio(num: int, den: int) -> np.float32:
+    """float32(num) / float32(den), as the cache computes it, remembered."""
+    key = (num, den)
+    r = _RATIOS.get(key)
+    if r is None:
+        if len(_RATIOS) > 1_000_000:
+            _RATIOS.clear()
+        r = _RATIOS[key] = _F32(num) / _F32(den)
+    return r
 
 
 class FastSuffixReplay:
@@ -135,7 +158,9 @@ class FastSuffixReplay:
         self.factor = _F32(spec.float_value("factor"))
         self.offset = _F32(spec.float_value("offset"))
         self.min_prob = _F32(spec.float_value("min_prob"))
-        self.cache: Any = SuffixCache(max_tree_depth=self.depth, max_cached_requests=spec.int_value("requests"))
+        self.cache: Any = SuffixCache(
+            max_tree_depth=self.depth, max_cached_requests=spec.int_value("requests")
+        )
         self._request = -1
         self._global: list[_Node | None] = []  # [L - 1]: the global node of the context's last L tokens
 
