@@ -1,4 +1,4 @@
-"""`specmeter replay` on hand-made logs: the table, the result file, --costs, gateway lines, option mistakes."""
+"""`specmeter replay` on hand-made logs: table, result file, --costs, gateway lines, option mistakes."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _log(path: Path, n: int = 12, model: str = "target") -> Path:
                 "finish_reason": "length",
                 "max_tokens": 12 + i % 10,
                 "accepted_tokens": 0,
-            }  # fmt: skip
+            }
         )
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     return path
@@ -48,19 +48,46 @@ def test_table_result_and_csv(tiny: Any, log: Path, tmp_path: Path) -> None:
     out, html = tmp_path / "r.json", tmp_path / "r.html"
     result = runner.invoke(
         app,
-        ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "ngram:min=2,max=3",
-         "--method", "suffix", "--k", "2,4", "--category-field", "domain", "--json", str(out), "--html",
-         str(html), "--store", str(tmp_path / "runs.sqlite")],
-    )  # fmt: skip
+        [
+            "replay",
+            "--from",
+            str(log),
+            "--target",
+            str(tiny.target),
+            "--method",
+            "ngram:min=2,max=3",
+            "--method",
+            "suffix",
+            "--k",
+            "2,4",
+            "--category-field",
+            "domain",
+            "--json",
+            str(out),
+            "--html",
+            str(html),
+            "--store",
+            str(tmp_path / "runs.sqlite"),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    for text in ("acceptance on the logged responses", "by category", "legal", "ngram:min=2,max=3",
-                 "Acceptance only", "recorded as run"):  # fmt: skip
+    for text in (
+        "acceptance on the logged responses",
+        "by category",
+        "legal",
+        "ngram:min=2,max=3",
+        "Acceptance only",
+        "recorded as run",
+    ):
         assert text in result.output, text
     data = json.loads(out.read_text("utf-8"))
     assert data["complete"] is True and data["kind"] == "replay"
     assert [(c["draft"], c["k"]) for c in data["candidates"]] == [
-        ("ngram:min=2,max=3", 2), ("ngram:min=2,max=3", 4), ("suffix", 2), ("suffix", 4),
-    ]  # fmt: skip
+        ("ngram:min=2,max=3", 2),
+        ("ngram:min=2,max=3", 4),
+        ("suffix", 2),
+        ("suffix", 4),
+    ]
     s = data["candidates"][0]["summary"]
     assert s["requests"] == 12 and s["drafted_tokens"] > 0
     assert s["acceptance_rate"] == s["accepted_tokens"] / s["drafted_tokens"]
@@ -84,9 +111,23 @@ def test_costs_predict_speedup_per_batch(tiny: Any, log: Path, tmp_path: Path) -
     out = tmp_path / "r.json"
     result = runner.invoke(
         app,
-        ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "ngram:min=2,max=3", "--k", "2",
-         "--costs", str(surface), "--json", str(out), "--no-store"],
-    )  # fmt: skip
+        [
+            "replay",
+            "--from",
+            str(log),
+            "--target",
+            str(tiny.target),
+            "--method",
+            "ngram:min=2,max=3",
+            "--k",
+            "2",
+            "--costs",
+            str(surface),
+            "--json",
+            str(out),
+            "--no-store",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text("utf-8"))
     cumulative = [p["cumulative"] for p in data["candidates"][0]["summary"]["per_position"]]
@@ -100,33 +141,81 @@ def test_costs_predict_speedup_per_batch(tiny: Any, log: Path, tmp_path: Path) -
     bad = tmp_path / "bad.json"
     bad.write_text("{}", "utf-8")
     assert_usage_error(
-        runner.invoke(app, ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "ngram",
-                            "--costs", str(bad), "--no-store"]),
+        runner.invoke(
+            app,
+            [
+                "replay",
+                "--from",
+                str(log),
+                "--target",
+                str(tiny.target),
+                "--method",
+                "ngram",
+                "--costs",
+                str(bad),
+                "--no-store",
+            ],
+        ),
         "holds no cost surface",
-    )  # fmt: skip
+    )
 
 
 def test_gateway_lines_openai_and_anthropic(tiny: Any, tmp_path: Path) -> None:
     text = "The Supplier shall indemnify the Customer against all losses. The Supplier shall indemnify"
     lines = [
-        {"request": {"model": "target", "messages": [{"role": "user", "content": "Clause?"}], "temperature": 0},
-         "response": {"model": "target", "choices": [{"message": {"content": text}, "finish_reason": "stop"}]}},
-        {"request": {"model": "target", "prompt": "Clause:"},
-         "response": {"choices": [{"text": text, "finish_reason": "length"}]}},
-        {"request": {"model": "target", "system": "Be brief.", "max_tokens": 64,
-                     "messages": [{"role": "user", "content": [{"type": "text", "text": "Clause?"}]}]},
-         "response": {"type": "message", "model": "target", "content": [{"type": "text", "text": text}],
-                      "stop_reason": "end_turn"}},
+        {
+            "request": {
+                "model": "target",
+                "messages": [{"role": "user", "content": "Clause?"}],
+                "temperature": 0,
+            },
+            "response": {
+                "model": "target",
+                "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+            },
+        },
+        {
+            "request": {"model": "target", "prompt": "Clause:"},
+            "response": {"choices": [{"text": text, "finish_reason": "length"}]},
+        },
+        {
+            "request": {
+                "model": "target",
+                "system": "Be brief.",
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "Clause?"}]}],
+            },
+            "response": {
+                "type": "message",
+                "model": "target",
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+            },
+        },
         {"request": {"model": "other", "prompt": "x"}, "response": {"choices": [{"text": text}]}},
-        {"request": {"model": "target", "prompt": "x"}, "response": {"choices": [{"message": {"tool_calls": []}}]}},
-    ]  # fmt: skip
+        {
+            "request": {"model": "target", "prompt": "x"},
+            "response": {"choices": [{"message": {"tool_calls": []}}]},
+        },
+    ]
     log = tmp_path / "gateway.jsonl"
     log.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     out = tmp_path / "r.json"
     result = runner.invoke(
-        app, ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "ngram:min=1,max=3",
-              "--json", str(out), "--no-store"],
-    )  # fmt: skip
+        app,
+        [
+            "replay",
+            "--from",
+            str(log),
+            "--target",
+            str(tiny.target),
+            "--method",
+            "ngram:min=1,max=3",
+            "--json",
+            str(out),
+            "--no-store",
+        ],
+    )
     assert result.exit_code == 0, result.output
     section = json.loads(out.read_text("utf-8"))["replay"]["log"]
     assert (
@@ -140,7 +229,9 @@ def test_option_mistakes(tiny: Any, log: Path, tmp_path: Path) -> None:
     base = ["replay", "--from", str(log), "--target", str(tiny.target)]
     assert_usage_error(runner.invoke(app, base), "--method: give at least one method")
     assert_usage_error(runner.invoke(app, [*base, "--method", "ngram:min=0"]), "--method: ngram: key 'min'")
-    assert_usage_error(runner.invoke(app, [*base, "--method", "ngram", "--k", "99"]), "--k: each k must be in 1..64")
+    assert_usage_error(
+        runner.invoke(app, [*base, "--method", "ngram", "--k", "99"]), "--k: each k must be in 1..64"
+    )
     assert_usage_error(
         runner.invoke(app, [*base, "--method", "ngram", "--shard", "3/2"]), "--shard: need 0 <= i < N"
     )
