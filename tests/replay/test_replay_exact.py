@@ -242,3 +242,28 @@ def test_sampled_replay_alpha_lies_in_the_live_interval(
     ci = bootstrap_ratio_ci(accepted, drafted)
     assert ci is not None and sum(drafted) > 50
     assert ci[0] <= replayed <= ci[1], (replayed, ci)
+
+
+def test_draft_model_and_layer_skip_replay_equal_the_live_loop(
+    tiny: Any, greedy_log: Path, target: LoadedModel, tmp_path: Path
+) -> None:
+    """Methods with weights replay with the proposer alone (argmax drafts over the logged tokens): a draft
+    model directory and self-speculation with the target's first layers. Drafted tokens and steps are the
+    live ones exactly; acceptance too, but in the steps whose draft matched through the response's EOS and
+    went on (``past_end``): live, the target judged the tokens after EOS, which no log holds, so replay's
+    acceptance there is a lower bound, short by at most k - 1 per such step."""
+    lines = [json.loads(x) for x in greedy_log.read_text("utf-8").splitlines()]
+    out = tmp_path / "r.json"
+    result = _replay(["--from", str(greedy_log), "--target", str(tiny.target), "--method", str(tiny.draft),
+                      "--method", "layers:n=2", "--k", "3", "--json", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text("utf-8"))
+    for cand in data["candidates"]:
+        method = str(tiny.draft) if cand["draft"] == tiny.draft.name else cand["draft"]
+        live = [sum(x[i] for x in _live(target, lines, method, 3)) for i in range(3)]
+        s = cand["summary"]
+        past_end = data["replay"]["past_end"][f"{cand['draft']}@k=3"]
+        assert (s["drafted_tokens"], s["steps"]) == (live[1], live[2]) and s["drafted_tokens"] > 0
+        assert 0 <= live[0] - s["accepted_tokens"] <= 2 * past_end
+        shown = [s[x] for x in ("accepted_tokens", "drafted_tokens", "steps")]
+        print(f"\n{cand['draft']} k=3: live {live}, replay {shown}, past_end {past_end}")

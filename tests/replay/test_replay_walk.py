@@ -17,7 +17,7 @@ class Fixed:
         self.drafts = drafts  # context length -> draft
         self.committed: list[list[int]] = []
 
-    def begin(self, prompt: Sequence[int]) -> None:
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         self.committed = []
 
     def propose(self, context: Sequence[int], d: int) -> list[int]:

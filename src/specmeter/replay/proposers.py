@@ -35,7 +35,8 @@ __all__ = [
 class ReplayProposer(Protocol):
     """What replay calls per request: ``begin`` (the prompt), then ``propose``/``commit`` per step, ``end``.
 
-    ``context`` is always the committed sequence (prompt and response so far); ``propose`` returns at most
+    ``capacity`` is the cache the live loop would reserve (prompt + max_tokens + k + 1), for proposers
+    with a model. ``context`` is always the committed sequence (prompt and response so far); ``propose`` returns at most
     ``d`` tokens. ``absorb`` is a request replay does not measure (another shard's, or one skipped) but
     which a method that learns across requests must still see, in log order: the suffix cache.
     ``forwards(d)`` is the draft forwards a step proposing ``d`` tokens costs (0: model-free).
@@ -44,7 +45,7 @@ class ReplayProposer(Protocol):
     name: str
     learns: bool  # learns across requests (the order of requests matters)
 
-    def begin(self, prompt: Sequence[int]) -> None: ...
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None: ...
     def propose(self, context: Sequence[int], d: int) -> list[int]: ...
     def commit(self, tokens: Sequence[int]) -> None: ...
     def end(self) -> None: ...
@@ -88,7 +89,7 @@ class IndexedNgram(_Stateless):
         self._first: list[dict[tuple[int, ...], int]] = []
         self._done = 0
 
-    def begin(self, prompt: Sequence[int]) -> None:
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         self._first = [{} for _ in range(self.max_n + 1)]
         self._done = 0
 
@@ -146,7 +147,7 @@ class IndexedNgramSimple(_Stateless):
         self.size_n, self.size_m, self.name = size_n, size_m, name
         self._index = _Starts(size_n)
 
-    def begin(self, prompt: Sequence[int]) -> None:
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         self._index = _Starts(self.size_n)
 
     def propose(self, context: Sequence[int], d: int) -> list[int]:
@@ -175,7 +176,7 @@ class IndexedNgramMapKey(_Stateless):
         self.size_n, self.size_m, self.name = size_n, size_m, name
         self._index = _Starts(size_n)
 
-    def begin(self, prompt: Sequence[int]) -> None:
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         self._index = _Starts(self.size_n)
 
     def propose(self, context: Sequence[int], d: int) -> list[int]:
@@ -214,7 +215,7 @@ class SuffixReplay:
         )
         self._request = -1
 
-    def begin(self, prompt: Sequence[int]) -> None:
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         self._request += 1
         self.cache.start_request(self._request, [int(t) for t in prompt])
 
@@ -259,8 +260,9 @@ class EngineProposer:
         self._capacity = capacity
         self._vocab = vocab
 
-    def begin(self, prompt: Sequence[int]) -> None:
-        self.proposer.open(1, self._capacity(), self._vocab, batched=False)
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
+        # The live loop's cache size: a model's numbers can depend on it (the reduction over its cache).
+        self.proposer.open(1, capacity or self._capacity(), self._vocab, batched=False)
         self.proposer.start(0, [list(prompt)])
 
     def propose(self, context: Sequence[int], d: int) -> list[int]:

@@ -164,7 +164,7 @@ class FastSuffixReplay:
         self._request = -1
         self._global: list[_Node | None] = []  # [L - 1]: the global node of the context's last L tokens
 
-    def begin(self, prompt: Sequence[int]) -> None:
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         self._request += 1
         ids = [int(t) for t in prompt]
         self.cache.start_request(self._request, ids)

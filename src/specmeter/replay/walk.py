@@ -69,7 +69,7 @@ def walk(
     steps: list[StepRecord] = []
     past_end = 0
     reason: FinishReason = "length"
-    proposer.begin(prompt)
+    proposer.begin(prompt, len(prompt) + max_tokens + k + 1)  # the live loop's cache size
     new = [int(response[0])]  # the prefill's token
     t = 0  # tokens of the response committed
     while True:
