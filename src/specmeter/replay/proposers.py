@@ -37,8 +37,8 @@ class ReplayProposer(Protocol):
 
     ``capacity`` is the cache the live loop would reserve (prompt + max_tokens + k + 1), for proposers
     with a model. ``context`` is always the committed sequence (prompt and response so far); ``propose``
-    returns at most ``d`` tokens. ``absorb`` is a request replay does not measure (another shard's, or one skipped) but
-    which a method that learns across requests must still see, in log order: the suffix cache.
+    returns at most ``d`` tokens. ``absorb`` is a request replay does not measure (another shard's, or one
+    skipped) but which a method that learns across requests must still see, in log order: the suffix cache.
     ``forwards(d)`` is the draft forwards a step proposing ``d`` tokens costs (0: model-free).
     """
 
