@@ -243,3 +243,8 @@ def test_option_mistakes(tiny: Any, log: Path, tmp_path: Path) -> None:
     assert_usage_error(
         runner.invoke(app, [*base, "--method", "ngram", "--json", str(log)]), "never overwrites an input"
     )
+
+
+def test_serve_log_output_needs_a_log(tiny: Any) -> None:
+    result = runner.invoke(app, ["serve", "--target", str(tiny.target), "--log-output"])
+    assert_usage_error(result, "--log-output needs --log FILE")
