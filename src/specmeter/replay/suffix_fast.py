@@ -162,35 +162,46 @@ class FastSuffixReplay:
             max_tree_depth=self.depth, max_cached_requests=spec.int_value("requests")
         )
         self._request = -1
-        self._global: list[_Node | None] = []  # [L - 1]: the global node of the context's last L tokens
+        # [L - 1]: the global tree's node of the context's last L tokens, for L = 1 … while the tree has them
+        # (a string it lacks has no longer string ending like it either), at most depth - 1 of them.
+        self._global: list[_Node] = []
 
     def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         self._request += 1
         ids = [int(t) for t in prompt]
-        self.cache.start_request(self._request, ids)
+        self.cache.start_request(self._request, [])  # the prompt goes into the local tree below, faster
+        local = self.cache._local[self._request]
+        for t in ids:
+            _append(local, 0, t)
         tree = self.cache.global_tree
-        nodes: list[_Node | None] = []
-        for length in range(1, self.depth):
-            node = tree._match(ids[len(ids) - length :]) if length <= len(ids) else None
-            nodes.append(node)
+        nodes: list[_Node] = []
+        for length in range(1, min(self.depth - 1, len(ids)) + 1):
+            node = tree._match(ids[len(ids) - length :])
             if node is None:
                 break
-        self._global = nodes + [None] * (self.depth - 1 - len(nodes))
+            nodes.append(node)
+        self._global = nodes
 
     def commit(self, tokens: Sequence[int]) -> None:
         cache, request = self.cache, self._request
         local = cache._local[request]
         seq = cache._req_to_seq.get(request)
         root = cache.global_tree.root
+        longest = self.depth - 1
         for t in tokens:
             x = int(t)
             _append(local, 0, x)
             if seq is not None:
                 _append(cache.global_tree, seq, x)
-            old = self._global
-            new: list[_Node | None] = [root.child(x)]
-            for node in old[:-1]:
-                new.append(None if node is None else node.child(x))
+            new: list[_Node] = []
+            child = root.child(x)
+            if child is not None:
+                new.append(child)
+                for node in self._global[: longest - 1]:
+                    child = node.child(x)
+                    if child is None:
+                        break
+                    new.append(child)
             self._global = new
 
     def end(self) -> None:
@@ -213,11 +224,7 @@ class FastSuffixReplay:
         active = self.cache._local[self._request]._active[0]
         local_nodes = [active[-m] for m in range(1, usable + 1)]
         tokens, score = _best(local_nodes, d, self.factor, self.offset, self.min_prob)
-        global_nodes: list[_Node] = []
-        for node in self._global[:usable]:
-            if node is None:
-                break
-            global_nodes.append(node)
+        global_nodes = self._global[:usable]
         if not global_nodes:
             return tokens
         bound = max(0, min(d, int(float(_F32(len(global_nodes)) * self.factor + self.offset) + 1e-6)))
