@@ -88,6 +88,15 @@ def _append(tree: SuffixTree, seq_id: int, token: int) -> None:
         active[n] = child
 
 
+def _first(node: _Node) -> _Node | None:
+    """``_Node.first``, as a function: the child speculation follows."""
+    order = node.order
+    if order is not None:
+        return order[0]
+    kids = node.kids
+    return kids if type(kids) is _Node else None
+
+
 def _best(
     nodes: Sequence[_Node],
     d: int,
@@ -106,7 +115,7 @@ def _best(
         if found and float(best_score) >= max_tokens:
             break  # no shorter match can score higher
         node = nodes[m - 1]
-        first = node.first()
+        first = _first(node)
         if first is None or max_tokens == 0:  # an empty draft scores 0: it wins only as the first tried
             if not found:
                 best, best_score, found = [], _F32(0.0), True
@@ -118,7 +127,7 @@ def _best(
         tokens: list[int] = []
         prob, score = _F32(1.0), _F32(0.0)
         while len(tokens) < max_tokens and prob >= min_prob:
-            child = node.first()
+            child = _first(node)
             if child is None:
                 break
             if child.count != node.count:
