@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ def record_run(
     try:
         recorder = RunRecorder.start(store, result)
     except StoreError as e:
-        print(f"warning: {e}; the run is not recorded there")
+        print(f"warning: {e}; the run is not recorded there", file=sys.stderr)
         return None
     recorder.add_requests(rows)
     recorder.finish(result)
