@@ -60,7 +60,7 @@ def _increment(parent: _Node, child: _Node) -> None:
 
 
 def _append(tree: SuffixTree, seq_id: int, token: int) -> None:
-    """``SuffixTree.append``, inline."""
+    """``SuffixTree.append``, inline (``_Node.child``, ``add`` and ``increment`` without method calls)."""
     seq = tree._seqs.setdefault(seq_id, [])
     active = tree._active.setdefault(seq_id, deque())
     root = tree.root
@@ -69,23 +69,30 @@ def _append(tree: SuffixTree, seq_id: int, token: int) -> None:
     if len(active) > tree.max_depth:
         active.popleft()
     seq.append(token)
-    for n, node in enumerate(active):
+    advanced: list[_Node] = []
+    for node in active:
         kids = node.kids
-        child: _Node | None
         if kids is None:
-            child = None
+            child = node.kids = _Node(token, 1)
         elif type(kids) is _Node:
-            child = kids if kids.token == token else None
+            if kids.token == token:
+                child = kids
+                child.count += 1  # a lone child has no sibling order to keep
+            else:
+                child = _Node(token, 1)
+                node.add(child)
         else:
-            child = kids.get(token)  # type: ignore[union-attr]
-        if child is None:
-            child = _Node(token, 1)
-            node.add(child)
-        elif node.order is None:
-            child.count += 1
-        else:
-            _increment(node, child)
-        active[n] = child
+            found = kids.get(token)  # type: ignore[union-attr]
+            if found is None:
+                child = _Node(token, 1)
+                kids[token] = child  # type: ignore[index]
+                node.order.append(child)  # type: ignore[union-attr]  # a new child goes last
+            else:
+                child = found
+                _increment(node, child)
+        advanced.append(child)
+    active.clear()
+    active.extend(advanced)
 
 
 def _first(node: _Node) -> _Node | None:
