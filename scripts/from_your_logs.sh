@@ -21,7 +21,7 @@ rm -f requests.jsonl
 
 # 1. Log every request with its domain: `serve --log` writes the domain the request's metadata names.
 specmeter serve --target bundled:target --draft bundled:draft-legal --k 4 --port "$PORT" \
-    --log requests.jsonl --log-prompts > serve.out 2>&1 &
+    --log requests.jsonl --log-prompts --log-output > serve.out 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 1 240); do
@@ -52,3 +52,6 @@ specmeter monitor --requests requests.jsonl --interval 1d --once --history monit
 # 6. Has acceptance moved against the bench run? Per domain, request-level test (exit 1 on a drop).
 specmeter drift --requests requests.jsonl --reference latest --slot draft-legal@k=4 \
     --min-requests "$MIN_REQUESTS" --json drift.json
+
+specmeter replay --from requests.jsonl --target bundled:target --method ngram --method suffix --k 4 \
+    --no-store --json replay.json

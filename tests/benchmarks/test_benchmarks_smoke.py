@@ -124,6 +124,13 @@ CASES = [
         ],
     ),
     (
+        "replay_speed",
+        "replay_speed.py",
+        ["--json", "{tmp}/replay_speed.json"],
+        ["requests/s", "suffix", "goal (issue 27)"],
+        ["replay_speed.json"],
+    ),
+    (
         "load_observer",
         "load_observer.py",
         ["--json", "{tmp}/observer.json"],

@@ -336,3 +336,10 @@ def test_from_your_logs_script(tmp_path: Path) -> None:
     assert compared == {"legal", "general"}
     for row in drift["comparisons"]:  # per-domain figures on both sides
         assert row["before"] is not None and row["after"] is not None
+    # The same log replayed: every logged request the target produced, per domain, per method.
+    replayed = json.loads((out / "replay.json").read_text(encoding="utf-8"))
+    assert [c["draft"] for c in replayed["candidates"]] == ["ngram:min=5,max=5", "suffix"]
+    assert replayed["replay"]["log"]["measured"] == len(logged)
+    for c in replayed["candidates"]:
+        assert 0 <= c["summary"]["accepted_tokens"] <= c["summary"]["drafted_tokens"]
+        assert {cat.split("/")[0] for cat in c["by_category"]} == {"legal", "general"}

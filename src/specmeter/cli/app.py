@@ -17,6 +17,7 @@ from specmeter.cli import golden as golden_cmd
 from specmeter.cli import load as load_cmd
 from specmeter.cli import monitor as monitor_cmd
 from specmeter.cli import plan as plan_cmd
+from specmeter.cli import replay as replay_cmd
 from specmeter.cli import report as report_cmd
 from specmeter.cli import roi as roi_cmd
 from specmeter.cli import runs as runs_cmd
@@ -64,6 +65,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "sweep": sweep_cmd.sweep,
     "monitor": monitor_cmd.monitor,
     "golden": golden_cmd.golden,
+    "replay": replay_cmd.replay,
     "drift": drift_cmd.drift,
     "compare": compare_cmd.compare,
     "report": report_cmd.report,

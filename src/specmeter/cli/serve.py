@@ -62,6 +62,12 @@ def serve(
     log_prompts: bool = typer.Option(
         False, "--log-prompts", help="Also log each request's prompt or messages (for `specmeter golden`)."
     ),
+    log_output: bool = typer.Option(
+        False,
+        "--log-output",
+        help="Also log each request's output (ids and text), prompt ids, finish reason, max_tokens and model "
+        "(for `specmeter replay`).",
+    ),
     default_max_tokens: int = typer.Option(
         256, "--default-max-tokens", help="max_tokens for requests that give none (capped by the context)."
     ),
@@ -95,6 +101,8 @@ def serve(
         draft = parsed if isinstance(parsed, MethodSpec) else Path(draft_name)
     if log_prompts and log is None:
         fail("--log-prompts needs --log FILE")
+    if log_output and log is None:
+        fail("--log-output needs --log FILE")
     if k is not None and k < 0:
         fail(f"--k must be >= 0, got {k}")
     if max_batch is not None and max_batch < 1:
@@ -163,6 +171,7 @@ def serve(
         api_key=api_key,
         log_path=log,
         log_prompts=log_prompts,
+        log_output=log_output,
         default_max_tokens=default_max_tokens,
         max_waiting=max_waiting,
         per_request_metrics=per_request_metrics,

@@ -42,7 +42,9 @@ __all__ = [
     "LogPrompt",
     "Problem",
     "ReadResult",
+    "RecordError",
     "detect_format",
+    "parse_record",
     "read_prompts",
 ]
 
@@ -544,3 +546,22 @@ def read_prompts(
             else:
                 _read_json(file, data, fmt, out)
     return out
+
+
+class RecordError(_Bad):
+    """A record that cannot become a prompt (the public name of the readers' error, for streamed reads)."""
+
+
+def parse_record(obj: Mapping[str, Any], file: str, line: int, fmt: str = "auto") -> LogPrompt:
+    """One JSON record as a prompt, the way :func:`read_prompts` reads each record (``fmt``: a format, or
+    ``auto`` to detect it from this record); :class:`RecordError` with the reason when it cannot be used.
+    For readers that stream a log line by line instead of reading it whole (``specmeter replay``)."""
+    chosen = detect_format(obj) if fmt == "auto" else fmt
+    if chosen is None or chosen not in _PARSERS:
+        raise RecordError("no 'messages', 'prompt' or 'input' (nor a 'request' or 'body' holding one)")
+    try:
+        return _PARSERS[chosen](obj, file, line)
+    except RecordError:
+        raise
+    except _Bad as e:
+        raise RecordError(str(e)) from None

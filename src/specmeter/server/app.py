@@ -75,6 +75,7 @@ class ServeConfig:
     api_key: str | None = None
     log_path: Path | None = None  # per-request JSONL log (the field report's three fields)
     log_prompts: bool = False  # also log each request's prompt or messages (for `specmeter golden`)
+    log_output: bool = False  # also log output ids and text, prompt ids, finish, limit, model (`replay`)
     default_max_tokens: int = 256  # when a request gives no max_tokens (capped by the context)
     max_waiting: int = 1024  # queued requests beyond this get 429
     max_batch: int = 1  # sequences decoded together (continuous batching); 1 = one at a time, FIFO
@@ -135,6 +136,8 @@ class _Server:
         )
         # Wall-clock end of the request, then what the request said about itself (docs/monitoring.md).
         extra = {"time": round(time.time(), 3), "endpoint": job.kind, **job.log}
+        if self.config.log_output:
+            extra.update(_output_fields(self.engine, job, result))
         self.sink.write("serve", self.engine.draft_name, self.engine.k, record, extra=extra)
 
     def authorize(self, request: Request, *, x_api_key: bool = False) -> None:
@@ -220,6 +223,19 @@ def _log_fields(parsed: ParsedRequest, prompts: bool) -> dict[str, Any]:
         elif parsed.prompt_text is not None:
             out["prompt"] = parsed.prompt_text
     return out
+
+
+def _output_fields(engine: ServingEngine, job: Job, result: GenerationResult) -> dict[str, Any]:
+    """``--log-output``: what the target produced, as ids (EOS included when it ended there) and text, with
+    the prompt's ids and the request's limit and model, so `specmeter replay` can walk it exactly."""
+    return {
+        "model": engine.model_name,
+        "max_tokens": job.decoding.max_tokens,
+        "finish_reason": result.finish_reason,
+        "prompt_ids": list(job.prompt_ids),
+        "output_ids": list(result.output_ids),
+        "output": engine.decode(result.output_ids),
+    }
 
 
 def _error(e: APIError) -> JSONResponse:

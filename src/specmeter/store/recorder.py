@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,10 @@ class RunRecorder:
 
     def add_request(self, slot: str, draft: str | None, k: int, record: RequestRecord) -> None:
         self._write("adding a request", lambda store, run: store.add_request(run, slot, draft, k, record))
+
+    def add_requests(self, rows: Sequence[tuple[str, str | None, int, RequestRecord]]) -> None:
+        """Many (slot, draft, k, record) rows in one transaction (a replay's thousands of requests)."""
+        self._write("adding requests", lambda store, run: store.add_requests(run, rows))
 
     def save(self, result: Mapping[str, Any]) -> None:
         """Store the result so far; the run stays partial."""

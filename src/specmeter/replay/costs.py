@@ -1,0 +1,139 @@
+"""``--costs``: a predicted speedup per batch size from a measured cost surface and the replayed acceptance.
+
+Two sources:
+
+- a **cost surface** t_step(B, k), from a ``tune --batch`` result (its ``batch.surface``) or a
+  ``bench --batch`` result (``batch.surfaces``: the first draft's): E(B, k) = τ(k) · t_step(B, 0) /
+  t_step(B, k) (``metrics.batch_surface.predict_speedup_batched``, docs/metrics.md "speedup at batch size
+  B"), with τ(k) = 1 + Σ_{i<k} P_i from the replayed per-position acceptance
+  (``metrics.batch_surface.tau_by_k``). For a model-free method the surface's draft forwards are taken
+  out of the step (t_step − draft time): its proposing costs host time the surface did not time;
+- a **what-if** result (``whatif``'s section with ``cells``): E at the replayed α for (k, B), linear
+  between the measured α (``selection.whatif_surface.surface_e``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from specmeter import jsonsafe
+from specmeter.metrics.batch_surface import CostSurface, SurfacePoint, predict_speedup_batched, tau_by_k
+from specmeter.selection.whatif_surface import surface_e
+
+__all__ = ["CostsError", "predictor"]
+
+MS = 1000.0
+_MODEL_FREE = ("ngram", "ngram-simple", "ngram-map-k", "suffix")
+
+
+class CostsError(ValueError):
+    """``--costs`` names a file without a cost surface or what-if cells; one line naming the file."""
+
+
+def _walk(obj: Any) -> Iterator[Mapping[str, Any]]:
+    if isinstance(obj, Mapping):
+        yield obj
+        for v in obj.values():
+            yield from _walk(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _walk(v)
+
+
+def _surface(section: Mapping[str, Any]) -> CostSurface | None:
+    points = []
+    for p in section.get("points") or []:
+        try:
+            points.append(
+                SurfacePoint(
+                    int(p["batch"]),
+                    int(p["k"]),
+                    float(p["step_ms"]) / MS,
+                    float(p.get("draft_ms") or 0) / MS,
+                    float(p.get("verify_ms") or 0) / MS,
+                    float(p.get("step_spread_ms") or 0) / MS,
+                    int(p.get("steps") or 0),
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+    return CostSurface(tuple(points)) if points else None
+
+
+def _read(path: Path) -> Any:
+    try:
+        return jsonsafe.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CostsError(f"--costs: {path}: cannot read a JSON result ({e})") from None
+
+
+def _model_free(label: str) -> bool:
+    return label.split(":", 1)[0] in _MODEL_FREE
+
+
+def predictor(path: Path) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
+    """From candidates (replay's entries) to ``{"source", "batches", "rows": [{draft, k, e: {B: E}}]}``."""
+    data = _read(path)
+    surface: CostSurface | None = None
+    whatif: Mapping[str, Any] | None = None
+    for node in _walk(data):
+        if surface is None and isinstance(node.get("points"), list) and node["points"]:
+            first = node["points"][0]
+            if isinstance(first, Mapping) and {"batch", "k", "step_ms"} <= set(first):
+                surface = _surface(node)
+        if whatif is None and isinstance(node.get("cells"), list) and node["cells"]:
+            first = node["cells"][0]
+            if isinstance(first, Mapping) and {"alpha", "k", "batch", "e"} <= set(first):
+                whatif = node
+    if surface is None and whatif is None:
+        raise CostsError(
+            f"--costs: {path} holds no cost surface (tune --batch, bench --batch) nor what-if cells (whatif)"
+        )
+    kind = str(data.get("kind", "result")) if isinstance(data, Mapping) else "result"
+    source = f"{path} ({kind}, {'cost surface' if surface is not None else 'what-if cells'})"
+
+    def predict(candidates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        rows = []
+        if surface is not None:
+            batches = surface.batches
+        else:
+            assert whatif is not None
+            batches = sorted({int(c["batch"]) for c in whatif["cells"] if c.get("batch") is not None})
+        for c in candidates:
+            s = c.get("summary") or {}
+            k = int(c["k"])
+            e: dict[str, float | None] = {}
+            for b in batches:
+                e[str(b)] = _e(surface, whatif, s, str(c["draft"]), k, b)
+            rows.append({"draft": c["draft"], "k": k, "e": e})
+        return {"source": source, "batches": [str(b) for b in batches], "rows": rows}
+
+    return predict
+
+
+def _e(
+    surface: CostSurface | None,
+    whatif: Mapping[str, Any] | None,
+    summary: Mapping[str, Any],
+    label: str,
+    k: int,
+    batch: int,
+) -> float | None:
+    if surface is not None:
+        cumulative = [p.get("cumulative") for p in summary.get("per_position") or []]
+        tau = tau_by_k(cumulative, k).get(k)
+        s = surface
+        if _model_free(label):
+            s = CostSurface(
+                tuple(replace(p, step_s=p.step_s - p.draft_s, draft_s=0.0) for p in surface.points)
+            )
+        return predict_speedup_batched(s, batch, k, tau)
+    assert whatif is not None
+    alpha = summary.get("acceptance_rate")
+    if not isinstance(alpha, (int, float)):
+        return None
+    found = surface_e(whatif, float(alpha), k, batch)
+    return None if found is None else found[0]

@@ -1,0 +1,306 @@
+"""Logged requests with their responses, read one line at a time (a 1 GB log is never held whole).
+
+A log is JSONL, one request a line, in one of the shapes ``specmeter golden`` reads (``goldenset.formats``:
+the prompt side, and the categories of ``--category-field`` and ``--rules``), with the response beside it:
+
+- ``serve --log --log-output``: specmeter's own request log; ``output_ids`` (the target's tokens, EOS
+  included when the request ended there), ``output`` (their text), ``prompt_ids``, ``finish_reason``,
+  ``max_tokens`` and ``model``; with ``--log-prompts`` also ``prompt`` or ``messages``.
+- a gateway's ``{"request": …, "response": …}`` lines: OpenAI chat completions
+  (``choices[0].message.content``), completions (``choices[0].text``) or Anthropic Messages (``content``
+  text blocks, ``stop_reason``; the request's ``system`` becomes the first message). The model is the
+  response's ``model``, else the request's.
+
+A line that cannot be replayed is a :class:`~specmeter.goldenset.formats.Problem` (file, line, reason) and
+reading goes on. A log whose first usable record holds no response at all is :class:`NoResponses`: one
+error naming the file and the line, since nothing in it can be replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from specmeter import jsonsafe
+from specmeter.goldenset.categorize import CategoryRules, categorize
+from specmeter.goldenset.formats import LogPrompt, Problem, RecordError, parse_record
+
+__all__ = ["End", "LoggedRequest", "NoResponses", "iter_log", "log_files"]
+
+# How the response ended: at EOS, at max_tokens, or unknown (cut short, or a stop string).
+End = Literal["eos", "length", "other"]
+
+_EOS_REASONS = frozenset({"eos", "stop", "end_turn", "stop_sequence", "eos_token"})
+_LENGTH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+class NoResponses(ValueError):
+    """The log holds prompts but no responses: replay has nothing to compare a draft with."""
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One logged request: its prompt (ids, or text/messages to render), its response, how it ended."""
+
+    index: int  # position in the log order (0-based over every line with content, bad ones included)
+    file: str
+    line: int
+    id: str
+    prompt: LogPrompt | None  # the prompt as text or messages (None: only ids were logged)
+    prompt_ids: tuple[int, ...] | None
+    output_ids: tuple[int, ...] | None  # the target's tokens, EOS included when logged
+    output_text: str | None
+    end: End
+    max_tokens: int | None
+    model: str | None
+    temperature: float | None
+    category: str
+
+    @property
+    def source(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def log_files(sources: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The files of ``sources`` (a directory: its files, recursively, sorted), in the order given."""
+    out: list[Path] = []
+    for source in sources:
+        path = Path(source)
+        if path.is_dir():
+            out.extend(sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")))
+        else:
+            out.append(path)
+    return out
+
+
+def _ids(value: object, where: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, list) and all(
+        isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value
+    ):
+        return tuple(value)
+    raise RecordError(f"field '{where}': must be a list of token ids (non-negative integers)")
+
+
+def _end(value: object) -> End:
+    text = str(value).lower() if isinstance(value, str) else ""
+    if text in _EOS_REASONS:
+        return "eos"
+    if text in _LENGTH_REASONS:
+        return "length"
+    return "other"
+
+
+def _blocks_text(value: object, where: str) -> str:
+    """Anthropic content: a string, or blocks of which the text ones are joined (tool use is refused)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for i, block in enumerate(value):
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+            ):
+                parts.append(block["text"])
+            elif isinstance(block, Mapping) and block.get("type") in ("thinking", "redacted_thinking"):
+                raise RecordError(
+                    f"field '{where}[{i}]': a thinking block (its tokens were not logged as text)"
+                )
+            else:
+                kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
+                raise RecordError(
+                    f"field '{where}[{i}]': a {kind!s} block (only text responses can be replayed)"
+                )
+        return "".join(parts)
+    raise RecordError(f"field '{where}': must be a string or a list of content blocks")
+
+
+def _gateway_response(response: Mapping[str, Any]) -> tuple[str, End]:
+    """The text and ending of an OpenAI (chat or completions) or Anthropic Messages response body."""
+    choices = response.get("choices")
+    if isinstance(choices, list):
+        if not choices or not isinstance(choices[0], Mapping):
+            raise RecordError("field 'response.choices': empty (no answer logged)")
+        if len(choices) > 1:
+            raise RecordError("field 'response.choices': several answers (n > 1); replay reads one")
+        choice = choices[0]
+        message = choice.get("message")
+        if isinstance(message, Mapping):
+            content = message.get("content")
+            if not isinstance(content, str):
+                raise RecordError("field 'response.choices[0].message.content': no text (a tool call?)")
+            return content, _end(choice.get("finish_reason"))
+        if isinstance(choice.get("text"), str):
+            return choice["text"], _end(choice.get("finish_reason"))
+        raise RecordError("field 'response.choices[0]': neither 'message.content' nor 'text'")
+    if "content" in response and response.get("type", "message") == "message":
+        return _blocks_text(response["content"], "response.content"), _end(response.get("stop_reason"))
+    if response.get("type") == "error" or "error" in response:
+        raise RecordError("the response is an error (nothing was generated)")
+    raise RecordError("field 'response': neither OpenAI 'choices' nor Anthropic 'content'")
+
+
+def _anthropic_request(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Messages request's top-level ``system`` as the first message, so the prompt reader keeps it."""
+    request = obj.get("request")
+    if not isinstance(request, Mapping) or "system" not in request or "messages" not in request:
+        return obj
+    system = request["system"]
+    text = _blocks_text(system, "request.system") if system is not None else ""
+    messages = request["messages"]
+    if not text.strip() or not isinstance(messages, list):
+        return obj
+    return {**obj, "request": {**request, "messages": [{"role": "system", "content": text}, *messages]}}
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _positive(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def parse_logged(
+    obj: Mapping[str, Any],
+    file: str,
+    line: int,
+    index: int,
+    *,
+    fmt: str,
+    category_field: str | None,
+    rules: CategoryRules | None,
+) -> LoggedRequest:
+    """One log record as a :class:`LoggedRequest`; :class:`RecordError` when it cannot be replayed,
+    :class:`NoResponses` when it holds a prompt but no response."""
+    prompt_ids = _ids(obj.get("prompt_ids"), "prompt_ids")
+    prompt: LogPrompt | None = None
+    try:
+        prompt = parse_record(_anthropic_request(obj), file, line, fmt)
+    except RecordError:
+        if prompt_ids is None:
+            raise
+    if prompt_ids is not None and prompt is None:
+        prompt = LogPrompt(file, line, "specmeter", None, None, (), obj, None, None)
+    assert prompt is not None
+    response = obj.get("response")
+    model: str | None = None
+    temperature = _number(obj.get("temperature"))
+    max_tokens = _positive(obj.get("max_tokens"))
+    text: str | None
+    if isinstance(response, Mapping):  # a gateway line
+        text, end = _gateway_response(response)
+        output_ids = _ids(response.get("output_ids"), "response.output_ids")
+        request = obj.get("request") if isinstance(obj.get("request"), Mapping) else {}
+        assert isinstance(request, Mapping)
+        model = response.get("model") or request.get("model")
+        temperature = _number(request.get("temperature")) if temperature is None else temperature
+        max_tokens = max_tokens or prompt.max_tokens
+    else:
+        output_ids = _ids(obj.get("output_ids"), "output_ids")
+        logged = obj.get("output")
+        text = logged if isinstance(logged, str) else None
+        if output_ids is None and text is None:
+            if response is not None:
+                raise RecordError("field 'response': must be an object (a response body)")
+            raise NoResponses(
+                "no response logged (neither 'output_ids' nor 'output', nor a gateway 'response'): "
+                "replay compares drafts with the responses the target gave; log them with "
+                "`serve --log-output`, or give a gateway log of request and response"
+            )
+        end = _end(obj.get("finish_reason"))
+        model = obj.get("model")
+        max_tokens = max_tokens or prompt.max_tokens
+    if output_ids is not None and not output_ids:
+        raise RecordError("field 'output_ids': empty (nothing was generated)")
+    if output_ids is None and not text:
+        raise RecordError("the response is empty (nothing to replay)")
+    category = categorize(prompt, category_field=category_field, rules=rules)
+    ident = prompt.id or (str(obj["id"]) if isinstance(obj.get("id"), (str, int)) else f"{file}:{line}")
+    return LoggedRequest(
+        index=index,
+        file=file,
+        line=line,
+        id=ident,
+        prompt=prompt if prompt.text is not None or prompt.messages is not None else None,
+        prompt_ids=prompt_ids,
+        output_ids=output_ids,
+        output_text=text,
+        end=end,
+        max_tokens=max_tokens,
+        model=model if isinstance(model, str) and model else None,
+        temperature=temperature,
+        category=category,
+    )
+
+
+def iter_log(
+    sources: Sequence[str | os.PathLike[str]],
+    *,
+    fmt: str = "auto",
+    category_field: str | None = None,
+    rules: CategoryRules | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> Iterator[LoggedRequest | Problem]:
+    """Every record of every source in order, as a request or a problem, read line by line.
+
+    Raises :class:`NoResponses` (naming file and line) when a file's first usable record has no response,
+    and ``OSError`` when a file cannot be opened.
+    """
+    index = 0
+    for path in log_files(sources):
+        file = os.fspath(path)
+        seen_response = False
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if on_bytes is not None:
+                    on_bytes(len(raw))
+                if not raw.strip():
+                    continue
+                position = index
+                index += 1
+                try:
+                    text = raw.decode("utf-8").removeprefix("\ufeff")
+                except UnicodeDecodeError as e:
+                    yield Problem(file, number, f"not valid UTF-8 (byte 0x{raw[e.start]:02x})")
+                    continue
+                if number == 1 and text.lstrip().startswith("["):
+                    yield Problem(
+                        file,
+                        None,
+                        "a JSON array; replay reads JSONL, one record a line (jq -c '.[]' converts)",
+                    )
+                    break
+                try:
+                    obj = jsonsafe.loads(text)
+                except json.JSONDecodeError as e:
+                    yield Problem(file, number, f"invalid JSON ({e.msg} at column {e.colno})")
+                    continue
+                if not isinstance(obj, Mapping):
+                    yield Problem(file, number, "expected a JSON object")
+                    continue
+                try:
+                    request = parse_logged(
+                        obj, file, number, position, fmt=fmt, category_field=category_field, rules=rules
+                    )
+                except NoResponses as e:
+                    if not seen_response:
+                        raise NoResponses(f"{file}:{number}: {e}") from None
+                    yield Problem(file, number, str(e).split(":")[0])
+                    continue
+                except RecordError as e:
+                    yield Problem(file, number, str(e))
+                    continue
+                seen_response = True
+                yield request

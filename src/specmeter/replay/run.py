@@ -1,0 +1,526 @@
+"""``specmeter replay``: every logged response walked with every method at every k, and the figures.
+
+The path: the log is read line by line (:mod:`.logs`); each request is tokenized and checked
+(:mod:`.tokens`); the first ``--warm`` usable requests and, with ``--shard i/N``, the other shards' requests
+only feed the methods that learn across requests (suffix decoding's cache, in log order); every other
+request is walked by each (method, k) proposer (:mod:`.walk`) into a compact row. The figures come from
+the rows through ``metrics.summarize``, the function ``bench`` uses, so α, τ, per-position acceptance and
+their bootstrap intervals mean what they mean there (docs/metrics.md); the timing figures, which replay
+does not measure, are null. A shard's result keeps its rows, and :func:`merge_results` turns the N shards'
+rows back into the single run's figures (the rows sorted into log order: the bootstrap resamples the same
+requests in the same order).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gc
+import json
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specmeter import jsonsafe
+from specmeter.goldenset.categorize import RulesError, load_rules
+from specmeter.goldenset.formats import Problem
+from specmeter.measuring.progress import Reporter, Silent
+from specmeter.methods import DraftDir, MethodSpec
+from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord, StepRecord, run_label
+from specmeter.metrics.summary import MODEL_FILE_KEYS, danger_zone, summarize, summarize_by_category
+from specmeter.replay.config import ReplayConfig, ReplayError
+from specmeter.replay.logs import NoResponses, iter_log, log_files
+from specmeter.replay.proposers import ReplayProposer, replay_proposer
+from specmeter.replay.tokens import Prepared, TokenChecks, prepare
+from specmeter.replay.walk import walk
+from specmeter.report.files import CSV_COLUMNS, ResultFile, request_row
+
+__all__ = [
+    "MAX_LISTED",
+    "Row",
+    "figures",
+    "merge_results",
+    "replay_log",
+    "run_replay",
+]
+
+MAX_LISTED = 50  # bad lines and set-aside requests listed in the result (all are counted)
+
+# Summary keys replay does not measure (times, speedups, bandwidth): null, never zero.
+TIMING_KEYS: tuple[str, ...] = (
+    "cost_ratio", "cost_curve", "speedup_measured", "speedup_measured_ci", "speedup_measured_decode",
+    "speedup_seed", "speedup_leviathan", "speedup_calibrated", "speedup_calibrated_by_k", "ttft_ms",
+    "tpot_ms",
+    "gap_ms", "gap_per_token_ms", "latency_ms", "jitter", "gap_p99_over_p50", "stalls", "stall_rate",
+    "tokens_per_s", "decode_tokens_per_s", "achieved_bytes_per_s", "copy_bytes_per_s", "bandwidth_fraction",
+    *MODEL_FILE_KEYS,
+)  # fmt: skip
+
+StepKey = tuple[int, int, int, int]  # drafted, accepted, emitted, draft forwards
+
+
+@dataclass(frozen=True)
+class Row:
+    """One request replayed with one (method, k): its steps as counts of equal steps (order within a
+    request changes no acceptance figure), so a million requests fit in memory and in a shard file."""
+
+    index: int  # the request's place among the log's usable requests (log order)
+    id: str
+    category: str
+    source: str
+    prompt_tokens: int
+    output_tokens: int
+    finish: str
+    steps: tuple[tuple[int, int, int, int, int], ...]  # (drafted, accepted, emitted, forwards, count)
+    past_end: int
+
+    def record(self) -> RequestRecord:
+        steps: list[StepRecord] = []
+        for d, a, e, f, count in self.steps:
+            steps.extend([_step(d, a, e, f)] * count)
+        return RequestRecord(
+            id=self.id,
+            category=self.category,
+            prompt_tokens=self.prompt_tokens,
+            output_tokens=self.output_tokens,
+            latency_s=0.0,
+            ttft_s=0.0,
+            prefill_s=0.0,
+            steps=tuple(steps),
+            finish_reason=self.finish,  # type: ignore[arg-type]
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "i": self.index, "id": self.id, "category": self.category, "source": self.source,
+            "prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens, "finish": self.finish,
+            "steps": [list(s) for s in self.steps], "past_end": self.past_end,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Row:
+        return cls(
+            int(d["i"]), str(d["id"]), str(d["category"]), str(d["source"]), int(d["prompt_tokens"]),
+            int(d["output_tokens"]), str(d["finish"]),
+            tuple((int(s[0]), int(s[1]), int(s[2]), int(s[3]), int(s[4])) for s in d["steps"]),
+            int(d["past_end"]),
+        )  # fmt: skip
+
+
+_STEP_CACHE: dict[StepKey, StepRecord] = {}
+
+
+def _step(d: int, a: int, e: int, f: int) -> StepRecord:
+    key = (d, a, e, f)
+    s = _STEP_CACHE.get(key)
+    if s is None:
+        s = _STEP_CACHE[key] = StepRecord(d, a, e, 0.0, 0.0, f)
+    return s
+
+
+def _row(index: int, source: str, record: RequestRecord, past_end: int) -> Row:
+    counts = Counter((s.drafted, s.accepted, s.emitted, s.draft_forwards) for s in record.steps)
+    steps = tuple(sorted((*key, n) for key, n in counts.items()))
+    return Row(
+        index, record.id, record.category, source, record.prompt_tokens, record.output_tokens,
+        record.finish_reason, steps, past_end,
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------- tally
+
+
+@dataclass
+class LogTally:
+    """What the log held and what replay made of it; every count is of requests (lines with content)."""
+
+    records: int = 0
+    usable: int = 0
+    warm: int = 0
+    measured: int = 0
+    other_shards: int = 0
+    beyond_limit: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+    flags: Counter[str] = field(default_factory=Counter)
+    flagged: list[dict[str, str]] = field(default_factory=list)
+    not_canonical: int = 0
+    models: Counter[str] = field(default_factory=Counter)
+    greedy: int = 0
+    sampled: int = 0
+    unknown_temperature: int = 0
+
+    def problem(self, p: Problem) -> None:
+        self.records += 1
+        self.problem_count += 1
+        if len(self.problems) < MAX_LISTED:
+            self.problems.append(p)
+
+    def flag(self, source: str, ident: str, flag: str, reason: str) -> None:
+        self.flags[flag] += 1
+        if len(self.flagged) < MAX_LISTED:
+            self.flagged.append({"source": source, "id": ident, "flag": flag, "reason": reason})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "usable": self.usable,
+            "warm": self.warm,
+            "measured": self.measured,
+            "other_shards": self.other_shards,
+            "beyond_limit": self.beyond_limit,
+            "bad_lines": self.problem_count,
+            "problems": [str(p) for p in self.problems],
+            "set_aside": dict(self.flags),
+            "set_aside_listed": self.flagged,
+            "not_canonical": self.not_canonical,
+            "models": dict(self.models),
+            "temperature": {
+                "greedy": self.greedy,
+                "sampled": self.sampled,
+                "unknown": self.unknown_temperature,
+            },
+        }
+
+
+# ----------------------------------------------------------------------------------------- figures
+
+
+def _placeholder(name: str, path: str) -> ModelInfo:
+    """Replay loads no weights: model facts are unknown (the memory figures are null)."""
+    return ModelInfo(name, path, "replay", 0, 0, 0, "unknown", 0, 0, 0, implementation="replay")
+
+
+def _strip(summary: dict[str, Any]) -> dict[str, Any]:
+    for key in TIMING_KEYS:
+        summary[key] = None
+    summary["danger_zone"], summary["danger_reasons"] = danger_zone(summary)
+    return summary
+
+
+def figures(rows: Mapping[tuple[str, int], Sequence[Row]], target: str) -> list[dict[str, Any]]:
+    """One candidate entry per (method, k): the docs/results.md summary of its rows (log order), overall
+    and per category, computed by ``metrics.summarize`` as for ``bench``; timings null."""
+    out = []
+    info = _placeholder(target, target)
+    for (label, k), part in rows.items():
+        ordered = sorted(part, key=lambda r: r.index)
+        run = RunRecord(info, _placeholder(label, label), k, 0.0, 1.0, tuple(r.record() for r in ordered))
+        summary = _strip(summarize(run, None))
+        by_category = {c: _strip(s) for c, s in summarize_by_category(run, None).items()}
+        past_end = sum(r.past_end for r in ordered)
+        out.append(
+            {"draft": label, "k": k, "summary": summary, "by_category": by_category, "past_end": past_end}
+        )
+    return out
+
+
+# ------------------------------------------------------------------------------------------ replay
+
+
+@dataclass
+class Replayed:
+    """A replay's rows per (method, k) and what the log held."""
+
+    rows: dict[tuple[str, int], list[Row]]
+    tally: LogTally
+
+
+def _runs(
+    cfg: ReplayConfig, engine: Callable[[MethodSpec | DraftDir], ReplayProposer] | None
+) -> dict[tuple[str, int], ReplayProposer]:
+    runs: dict[tuple[str, int], ReplayProposer] = {}
+    for parsed in cfg.parsed:
+        for k in cfg.ks:
+            if isinstance(parsed, DraftDir):
+                if engine is None:
+                    raise ReplayError(f"--method {parsed.path}: a draft model needs the engine (torch)")
+                proposer = engine(parsed)
+            else:
+                proposer = replay_proposer(parsed, engine)  # type: ignore[arg-type]
+            runs[(proposer.name, k)] = proposer
+    return runs
+
+
+def replay_log(
+    cfg: ReplayConfig,
+    checks: TokenChecks,
+    *,
+    engine: Callable[[MethodSpec | DraftDir], ReplayProposer] | None = None,
+    reporter: Reporter | None = None,
+) -> Replayed:
+    """Walk every usable request of the log with every (method, k) (see the module docstring)."""
+    reporter = reporter or Silent()
+    rules = None
+    if cfg.rules is not None:
+        try:
+            rules = load_rules(cfg.rules)
+        except RulesError as e:
+            raise ReplayError(f"--rules: {e}") from None
+    runs = _runs(cfg, engine)
+    learners = [p for p in runs.values() if p.learns]
+    rows: dict[tuple[str, int], list[Row]] = {key: [] for key in runs}
+    tally = LogTally()
+    shard_i, shard_n = cfg.shard or (0, 1)
+    total = sum(p.stat().st_size for p in log_files(cfg.sources))
+    usable = 0
+    # Suffix trees are millions of small objects without cycles: the cyclic collector's passes over them
+    # would take half of a replay's time, and free nothing.
+    collecting = gc.isenabled()
+    gc.disable()
+    with contextlib.ExitStack() as stack:
+        if collecting:
+            stack.callback(gc.enable)
+        task = stack.enter_context(reporter.task("replaying (kB of log)", max(1, total // 1024)))
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            before = done // 1024
+            done += n
+            if done // 1024 > before:
+                task.advance(done // 1024 - before)
+
+        items = iter_log(
+            cfg.sources, fmt=cfg.fmt, category_field=cfg.category_field, rules=rules, on_bytes=advance
+        )
+        try:
+            for item in items:
+                if isinstance(item, Problem):
+                    tally.problem(item)
+                    continue
+                tally.records += 1
+                if item.model is not None:
+                    tally.models[item.model] += 1
+                if item.temperature is None:
+                    tally.unknown_temperature += 1
+                elif item.temperature == 0:
+                    tally.greedy += 1
+                else:
+                    tally.sampled += 1
+                prepared = prepare(item, checks)
+                if not isinstance(prepared, Prepared):
+                    tally.flag(item.source, item.id, *prepared)
+                    continue
+                tally.usable += 1
+                tally.not_canonical += prepared.not_canonical
+                position = usable
+                usable += 1
+                measured = position >= cfg.warm and (position - cfg.warm) % shard_n == shard_i
+                if position < cfg.warm:
+                    tally.warm += 1
+                elif cfg.limit is not None and position - cfg.warm >= cfg.limit:
+                    tally.beyond_limit += 1
+                    if not learners:
+                        break
+                    measured = False
+                elif not measured:
+                    tally.other_shards += 1
+                if not measured:
+                    for proposer in learners:
+                        proposer.absorb(prepared.prompt, prepared.response)
+                    continue
+                tally.measured += 1
+                for (label, k), proposer in runs.items():
+                    w = walk(
+                        proposer, prepared.prompt, prepared.response, k=k, max_tokens=prepared.max_tokens,
+                        eos_ids=checks.eos_ids, request_id=item.id, category=item.category,
+                    )  # fmt: skip
+                    rows[(label, k)].append(_row(position, item.source, w.record, w.past_end))
+        except NoResponses as e:
+            raise ReplayError(str(e)) from None
+        except OSError as e:
+            raise ReplayError(f"--from: cannot read ({e})") from None
+    return Replayed(rows, tally)
+
+
+# ------------------------------------------------------------------------------------------ result
+
+
+def _section(
+    cfg: ReplayConfig, replayed: Replayed, candidates: Sequence[Mapping[str, Any]], costs: Any
+) -> dict[str, Any]:
+    t = replayed.tally
+    section: dict[str, Any] = {
+        "log": t.as_dict(),
+        "exact": t.sampled == 0 and t.unknown_temperature == 0,
+        "past_end": {f"{c['draft']}@k={c['k']}": c["past_end"] for c in candidates},
+        "costs": costs,
+    }
+    if cfg.shard is not None:
+        section["shard"] = {"index": cfg.shard[0], "count": cfg.shard[1]}
+        section["rows"] = {
+            run_label(label, k): [r.as_dict() for r in rows] for (label, k), rows in replayed.rows.items()
+        }
+    return section
+
+
+def build_result(
+    cfg: ReplayConfig,
+    replayed: Replayed,
+    *,
+    costs: Callable[[Sequence[Mapping[str, Any]]], Any] | None = None,
+) -> ResultFile:
+    """The result file (written to ``--json`` as it is built): bench's shape, kind ``replay``."""
+    result = ResultFile(cfg.json_out, kind="replay", config=cfg.as_dict())
+    result.set_models(_placeholder(cfg.model_name, str(cfg.target)))
+    candidates = figures(replayed.rows, cfg.model_name)
+    for c in candidates:
+        result.add_candidate(c["draft"], c["k"], c["summary"], c["by_category"], method=c["draft"])
+    predicted = costs(candidates) if costs is not None else None
+    result.set_section("replay", _section(cfg, replayed, candidates, predicted))
+    return result
+
+
+def write_csv(path: Path, rows: Mapping[tuple[str, int], Sequence[Row]]) -> None:
+    """One line per request and (method, k), the columns of ``bench --csv`` (times empty: not measured)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for (label, k), part in rows.items():
+            for r in sorted(part, key=lambda r: r.index):
+                row = request_row(run_label(label, k), label, k, r.record())
+                row.update(latency_ms=None, ttft_ms=None, tpot_ms=None)
+                writer.writerow(["" if row[c] is None else row[c] for c in CSV_COLUMNS])
+
+
+def store_rows(
+    rows: Mapping[tuple[str, int], Sequence[Row]],
+) -> list[tuple[str, str | None, int, RequestRecord]]:
+    """(slot, draft, k, record) for the run store, every (method, k) in log order."""
+    return [
+        (run_label(label, k), label, k, r.record())
+        for (label, k), part in rows.items()
+        for r in sorted(part, key=lambda r: r.index)
+    ]
+
+
+def run_replay(
+    cfg: ReplayConfig,
+    checks: TokenChecks,
+    *,
+    engine: Callable[[MethodSpec | DraftDir], ReplayProposer] | None = None,
+    reporter: Reporter | None = None,
+    costs: Callable[[Sequence[Mapping[str, Any]]], Any] | None = None,
+) -> tuple[dict[str, Any], Replayed]:
+    """Replay, then write the result file, CSV and the store's run; the result as a dict."""
+    replayed = replay_log(cfg, checks, engine=engine, reporter=reporter)
+    if replayed.tally.measured == 0:
+        raise ReplayError(_nothing(cfg, replayed.tally))
+    result = build_result(cfg, replayed, costs=costs)
+    result.finish()
+    if cfg.csv_out is not None:
+        write_csv(cfg.csv_out, replayed.rows)
+    return result.to_dict(), replayed
+
+
+def _nothing(cfg: ReplayConfig, t: LogTally) -> str:
+    where = ", ".join(str(s) for s in cfg.sources)
+    if t.flags.get("other_model") and t.models:
+        names = ", ".join(sorted(t.models))
+        return (
+            f"{where}: no request of model {cfg.model_name!r} to replay (the log names {names}); "
+            "--model NAME picks the model whose requests to replay"
+        )
+    if t.usable and t.usable <= cfg.warm:
+        return (
+            f"{where}: all {t.usable} usable requests are within --warm {cfg.warm}: nothing left to measure"
+        )
+    if t.usable:
+        return (
+            f"{where}: no usable request falls in --shard {cfg.shard[0]}/{cfg.shard[1]}"
+            if cfg.shard
+            else (f"{where}: nothing to replay")
+        )
+    return f"{where}: no usable request ({t.problem_count} bad lines, {sum(t.flags.values())} set aside)"
+
+
+# ------------------------------------------------------------------------------------------- merge
+
+
+def _read_shard(path: Path) -> Mapping[str, Any]:
+    try:
+        data = jsonsafe.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReplayError(f"--merge: {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReplayError(f"--merge: {path}: cannot read ({e})") from None
+    except json.JSONDecodeError as e:
+        raise ReplayError(f"--merge: {path}: not JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, Mapping) or data.get("kind") != "replay":
+        raise ReplayError(f"--merge: {path} is not a replay result")
+    section = data.get("replay")
+    if (
+        not isinstance(section, Mapping)
+        or not isinstance(section.get("shard"), Mapping)
+        or "rows" not in section
+    ):
+        raise ReplayError(f"--merge: {path} is not a shard (a replay run with --shard i/N and --json)")
+    if data.get("complete") is not True:
+        raise ReplayError(f"--merge: {path} is an unfinished shard (complete: false)")
+    return data
+
+
+_SHARD_FREE = ("shard",)
+
+
+def merge_results(
+    paths: Sequence[Path], json_out: Path | None
+) -> tuple[dict[str, Any], dict[tuple[str, int], list[Row]]]:
+    """The single run's result from the results of shards 0 … N-1 of one replay (same log, methods, k)."""
+    shards = [(p, _read_shard(p)) for p in paths]
+    first_path, first = shards[0]
+    count = int(first["replay"]["shard"]["count"])
+    config = {k: v for k, v in first["run"]["config"].items() if k not in _SHARD_FREE}
+    seen: dict[int, Path] = {}
+    for path, data in shards:
+        other = {k: v for k, v in data["run"]["config"].items() if k not in _SHARD_FREE}
+        if other != config:
+            diff = sorted(k for k in set(other) | set(config) if other.get(k) != config.get(k))
+            raise ReplayError(
+                f"--merge: {path} is a shard of another replay than {first_path} "
+                f"(differs in {', '.join(diff)})"
+            )
+        shard = data["replay"]["shard"]
+        if int(shard["count"]) != count:
+            raise ReplayError(f"--merge: {path} is shard {shard['index']}/{shard['count']}, not of {count}")
+        index = int(shard["index"])
+        if index in seen:
+            raise ReplayError(f"--merge: {seen[index]} and {path} are both shard {index}/{count}")
+        seen[index] = path
+    missing = sorted(set(range(count)) - set(seen))
+    if missing:
+        raise ReplayError(
+            f"--merge: shard{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
+            f"of {count} missing"
+        )
+    rows: dict[tuple[str, int], list[Row]] = {}
+    for c in first["candidates"]:
+        rows[(str(c["draft"]), int(c["k"]))] = []
+    for _, data in shards:
+        for c in data["candidates"]:
+            key = (str(c["draft"]), int(c["k"]))
+            rows.setdefault(key, []).extend(Row.from_dict(r) for r in data["replay"]["rows"][run_label(*key)])
+    log = dict(first["replay"]["log"])  # every shard read the whole log: its counts are the log's
+    measured = sum(int(d["replay"]["log"]["measured"]) for _, d in shards)
+    log.update(measured=measured, other_shards=0)
+    result = ResultFile(json_out, kind="replay", config={**config, "shard": None, "merged": len(shards)})
+    result.set_models(first["run"]["models"]["target"])
+    candidates = figures(rows, str(config.get("model")))
+    for c in candidates:
+        result.add_candidate(c["draft"], c["k"], c["summary"], c["by_category"], method=c["draft"])
+    section = {
+        "log": log,
+        "exact": first["replay"].get("exact"),
+        "past_end": {f"{c['draft']}@k={c['k']}": c["past_end"] for c in candidates},
+        "costs": first["replay"].get("costs"),
+        "merged_from": [
+            str(p) for p, _ in sorted(shards, key=lambda s: int(s[1]["replay"]["shard"]["index"]))
+        ],
+    }
+    result.set_section("replay", section)
+    result.finish()
+    return result.to_dict(), rows

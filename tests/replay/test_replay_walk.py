@@ -1,0 +1,82 @@
+"""The walk records the live loop's steps: accepted + bonus per step, d capped near the limit, EOS cuts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specmeter.replay.walk import walk
+
+
+class Fixed:
+    """Proposes the given tokens at every step (a stand-in whose drafts are easy to reason about)."""
+
+    name = "fixed"
+    learns = False
+
+    def __init__(self, drafts: dict[int, list[int]]) -> None:
+        self.drafts = drafts  # context length -> draft
+        self.committed: list[list[int]] = []
+
+    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
+        self.committed = []
+
+    def propose(self, context: Sequence[int], d: int) -> list[int]:
+        return self.drafts.get(len(context), [])
+
+    def commit(self, tokens: Sequence[int]) -> None:
+        self.committed.append(list(tokens))
+
+    def end(self) -> None:
+        pass
+
+    def absorb(self, prompt: Sequence[int], response: Sequence[int]) -> None:
+        pass
+
+    def forwards(self, d: int) -> int:
+        return 0
+
+
+def _steps(w: object) -> list[tuple[int, int, int]]:
+    return [(s.drafted, s.accepted, s.emitted) for s in w.record.steps]  # type: ignore[attr-defined]
+
+
+def test_accepted_prefix_then_the_bonus_token() -> None:
+    # prompt 2 tokens; response 10 11 12 13 14 15 (ended by length, max_tokens 6).
+    p = Fixed({3: [11, 12, 99], 7: [14]})
+    w = walk(
+        p, [1, 2], [10, 11, 12, 13, 14, 15], k=3, max_tokens=6, eos_ids={0}, request_id="r", category="c"
+    )
+    # after the prefill's 10 (context 3): draft 11 12 99 -> 2 accepted + bonus 13 (context 6); no draft at
+    # context 6: a target-only step gives 14; at context 7, d = min(3, 6 - 5 - 1) = 0: a target-only step.
+    assert _steps(w) == [(3, 2, 3), (0, 0, 1), (0, 0, 1)]
+    assert p.committed == [[10], [11, 12, 13], [14], [15]]
+    assert w.record.output_tokens == 6 and w.record.finish_reason == "length" and w.past_end == 0
+
+
+def test_draft_length_capped_near_the_limit() -> None:
+    p = Fixed({3: [11, 12, 13, 14]})
+    w = walk(p, [1, 2], [10, 11, 12, 13], k=4, max_tokens=4, eos_ids={0}, request_id="r", category="c")
+    # d = min(4, 4 - 1 - 1) = 2: the draft is cut to 11 12, both accepted, bonus 13.
+    assert _steps(w) == [(2, 2, 3)]
+
+
+def test_eos_cuts_and_ends() -> None:
+    p = Fixed({3: [11, 0, 7]})
+    w = walk(p, [1, 2], [10, 11, 0], k=3, max_tokens=50, eos_ids={0}, request_id="r", category="c")
+    # 11 and EOS match; the draft goes on past the response's end: acceptance stops at EOS (a lower bound).
+    assert _steps(w) == [(3, 2, 2)]
+    assert w.past_end == 1 and w.record.finish_reason == "eos" and w.record.output_tokens == 3
+
+
+def test_eos_as_the_bonus_token() -> None:
+    p = Fixed({3: [11, 5]})
+    w = walk(p, [1, 2], [10, 11, 0], k=2, max_tokens=50, eos_ids={0}, request_id="r", category="c")
+    assert _steps(w) == [(2, 1, 2)]
+    assert w.record.finish_reason == "eos" and w.past_end == 0
+
+
+def test_a_response_cut_short_is_interrupted() -> None:
+    p = Fixed({})
+    w = walk(p, [1], [10, 11], k=2, max_tokens=9, eos_ids={0}, request_id="r", category="c")
+    assert _steps(w) == [(0, 0, 1)]
+    assert w.record.finish_reason == "interrupted"
