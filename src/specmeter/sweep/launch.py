@@ -311,7 +311,13 @@ class ServerProcess:
         """The adopted processes still running, and any new ones (told to the guard): a double fork's
         middle process is adopted for the moment it lives, the server for good."""
         running = [pid for pid in self.detached if _running(pid)]
-        new = [pid for pid in self._adopt() if pid not in running]
+        found = self._adopt()
+        # A double fork's server may still be the child of a middle process that has not exited yet (so
+        # not yet re-parented to specmeter): the descendants of what was adopted are told too.
+        for pid in (*running, *found):
+            with contextlib.suppress(psutil.Error):
+                found += [c.pid for c in psutil.Process(pid).children(recursive=True)]
+        new = [pid for pid in dict.fromkeys(found) if pid not in running]
         for pid in new:
             self._tell_guard(str(pid))
         self.detached = running + new
@@ -397,6 +403,8 @@ class ServerProcess:
                         last_error = type(e).__name__
                         break  # not listening yet: the other path would fail alike
                     if response.status_code == 200:
+                        if self.proc.poll() is not None:  # a detached server answered: the guard knows it
+                            self._follow_detached()
                         return time.monotonic() - self.started_at
                     last_error = f"HTTP {response.status_code} on {path}"
                     if response.status_code != 404:
