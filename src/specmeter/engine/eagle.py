@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 
 from specmeter.engine.base import CausalLM
-from specmeter.engine.proposer import Proposal, Proposals, Proposer
-from specmeter.engine.sampling import SamplingParams, probs, sample
+from specmeter.engine.proposer import Proposals, Proposer, choose_tokens, row_proposals
+from specmeter.engine.sampling import SamplingParams
 from specmeter.metrics.records import ModelInfo
 from specmeter.modeldir import ModelDirError
 from specmeter.modeldir.head import HeadFacts, head_info, read_head
@@ -300,18 +300,11 @@ class EagleProposer(Proposer):
             at = torch.arange(b, device=logits.device)
             q_logits, g = logits[at, last, : self._vocab], out[at, last]  # [B, V], [B, hidden]
             for i in range(depth):
-                tokens: list[int] = q_logits.argmax(-1).tolist()
-                for r in range(b):
-                    if not params[r].greedy:
-                        q = probs(q_logits[r], params[r])
-                        qs[r].append(q)
-                        tokens[r] = sample(q, generators[r])
-                    ys[r].append(tokens[r])
+                tokens = choose_tokens(q_logits, params, generators, ys, qs)
                 if i < depth - 1:
                     logits, out = head.forward_rows([g[r : r + 1] for r in range(b)], [[t] for t in tokens])
                     q_logits, g = logits[:, 0, : self._vocab], out[:, 0]
-        rows = [Proposal(ys[r][: ds[r]], None if params[r].greedy else qs[r][: ds[r]]) for r in range(b)]
-        return Proposals(rows, depth)
+        return row_proposals(ys, qs, ds, params, depth)
 
 
 def check_head(facts: HeadFacts, target: CausalLM, target_layers: int, target_hidden: int) -> None:

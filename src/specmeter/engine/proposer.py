@@ -227,17 +227,41 @@ class DraftModelProposer(Proposer):
             last = torch.tensor([len(f) - 1 for f in feeds], device=logits.device)
             q_logits = logits[torch.arange(b, device=logits.device), last, : self._vocab]  # [B, V]
             for i in range(depth):
-                tokens: list[int] = q_logits.argmax(-1).tolist()
-                for r in range(b):
-                    if not params[r].greedy:
-                        q = probs(q_logits[r], params[r])
-                        qs[r].append(q)
-                        tokens[r] = sample(q, generators[r])
-                    ys[r].append(tokens[r])
+                tokens = choose_tokens(q_logits, params, generators, ys, qs)
                 if i < depth - 1:
                     q_logits = draft.forward_rows(0, [[t] for t in tokens])[:, 0, : self._vocab]
-        rows = [Proposal(ys[r][: ds[r]], None if params[r].greedy else qs[r][: ds[r]]) for r in range(b)]
-        return Proposals(rows, depth)
+        return row_proposals(ys, qs, ds, params, depth)
+
+
+def choose_tokens(
+    q_logits: torch.Tensor,
+    params: Sequence[SamplingParams],
+    generators: Sequence[torch.Generator | None],
+    ys: list[list[int]],
+    qs: list[list[torch.Tensor]],
+) -> list[int]:
+    """One drafting position of every row: the argmax of a greedy row's ``q_logits`` [B, V], a draw from
+    the others' q (kept in ``qs``); each row's token is appended to ``ys`` and returned."""
+    tokens: list[int] = q_logits.argmax(-1).tolist()
+    for r in range(len(tokens)):
+        if not params[r].greedy:
+            q = probs(q_logits[r], params[r])
+            qs[r].append(q)
+            tokens[r] = sample(q, generators[r])
+        ys[r].append(tokens[r])
+    return tokens
+
+
+def row_proposals(
+    ys: Sequence[list[int]],
+    qs: Sequence[list[torch.Tensor]],
+    ds: Sequence[int],
+    params: Sequence[SamplingParams],
+    depth: int,
+) -> Proposals:
+    """Each row's draft cut to its own length ``ds[r]`` (with its q where it sampled), ``depth`` drafted."""
+    rows = [Proposal(ys[r][: ds[r]], None if params[r].greedy else qs[r][: ds[r]]) for r in range(len(ds))]
+    return Proposals(rows, depth)
 
 
 def as_proposer(draft: CausalLM | Proposer | None) -> Proposer | None:

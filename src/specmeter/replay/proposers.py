@@ -135,13 +135,9 @@ class _Starts:
         return None
 
 
-class IndexedNgramSimple(_Stateless):
-    """llama.cpp's ``ngram-simple`` (``engine.ngram.llamacpp_ngram_simple``) on an index, cut to d.
-
-    With L = len(context) - 1: nothing unless L > n + m + 1; the newest start j in [1, L - n - 1] of the
-    context's last n tokens wins (a hit at j = 0 does not count, and an older one is never tried); the draft
-    is the min(m, L - j - n) tokens after it, nothing if that is fewer than n.
-    """
+class _NewestStart(_Stateless):
+    """llama.cpp's two n-gram drafts: a lookup of size n and a draft of up to m, on an index of n-gram
+    starts rebuilt for every request."""
 
     def __init__(self, size_n: int, size_m: int, name: str) -> None:
         self.size_n, self.size_m, self.name = size_n, size_m, name
@@ -149,6 +145,15 @@ class IndexedNgramSimple(_Stateless):
 
     def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         self._index = _Starts(self.size_n)
+
+
+class IndexedNgramSimple(_NewestStart):
+    """llama.cpp's ``ngram-simple`` (``engine.ngram.llamacpp_ngram_simple``) on an index, cut to d.
+
+    With L = len(context) - 1: nothing unless L > n + m + 1; the newest start j in [1, L - n - 1] of the
+    context's last n tokens wins (a hit at j = 0 does not count, and an older one is never tried); the draft
+    is the min(m, L - j - n) tokens after it, nothing if that is fewer than n.
+    """
 
     def propose(self, context: Sequence[int], d: int) -> list[int]:
         n, m = self.size_n, self.size_m
@@ -165,19 +170,12 @@ class IndexedNgramSimple(_Stateless):
         return [int(t) for t in context[j + n : j + n + copy]][:d]
 
 
-class IndexedNgramMapKey(_Stateless):
+class IndexedNgramMapKey(_NewestStart):
     """llama.cpp's ``ngram-map-k`` (``engine.ngram.llamacpp_ngram_map_k``) on an index, cut to d.
 
     With L = len(context) - 1: nothing unless L >= 2n + m; the newest start j in [1, L - n - m - 1] of the
     context's last n tokens wins; the draft is the m tokens after it.
     """
-
-    def __init__(self, size_n: int, size_m: int, name: str) -> None:
-        self.size_n, self.size_m, self.name = size_n, size_m, name
-        self._index = _Starts(size_n)
-
-    def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
-        self._index = _Starts(self.size_n)
 
     def propose(self, context: Sequence[int], d: int) -> list[int]:
         n, m = self.size_n, self.size_m
