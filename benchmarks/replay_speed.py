@@ -61,8 +61,8 @@ def exactness(prompts: int, tokens: int, k: int, folder: Path) -> bool:
     """Serve the bundled target greedily with --log-output, replay the log, run each method live; print."""
     import httpx
 
-    from specmeter.engine.candidate import make_proposer
     from specmeter.engine.loader import load_model
+    from specmeter.engine.proposers.candidate import make_proposer
     from specmeter.engine.sampling import SamplingParams
     from specmeter.engine.speculative import speculative_decode
     from specmeter.server.app import ServeConfig, create_app

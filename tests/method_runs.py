@@ -2,7 +2,8 @@
 
 What the real-engine comparisons (``make test-vllm``, ``make test-llamacpp``) put beside vLLM and llama.cpp:
 the same prompt token ids (sent to the engines as ids, so tokenization cannot differ), the same decode loop
-``bench`` runs (``engine.speculative.speculative_decode`` with ``engine.candidate.make_proposer``), the
+``bench`` runs (``engine.speculative.speculative_decode`` with ``engine.proposers.candidate.make_proposer``),
+the
 per-step records it keeps. α and τ are reduced with the formulas of docs/metrics.md over the steps that
 drafted at least one token: α = A/D, τ = 1 + A/S.
 """
@@ -91,7 +92,7 @@ def run_native(
 ) -> list[NativeRequest]:
     """Greedy decoding of each prompt alone with ``method`` (a method spec or draft directory; None: the
     baseline). One proposer for the whole run, as bench makes one (suffix decoding learns across requests)."""
-    from specmeter.engine.candidate import make_proposer
+    from specmeter.engine.proposers.candidate import make_proposer
     from specmeter.engine.sampling import SamplingParams
     from specmeter.engine.speculative import speculative_decode
 

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from specmeter.cli.app import app
 from specmeter.engine.batched import SequenceRequest, decode_batch
-from specmeter.engine.candidate import MethodNotRunnable, make_proposer
-from specmeter.engine.eagle import EagleProposer, head_tensor_shapes
 from specmeter.engine.loader import load_model
+from specmeter.engine.proposers.candidate import MethodNotRunnable, make_proposer
+from specmeter.engine.proposers.eagle import EagleProposer, head_tensor_shapes
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import speculative_decode
 from specmeter.methods import parse_method

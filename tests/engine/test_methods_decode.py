@@ -10,9 +10,9 @@ import torch
 from sampling_stats import chi_square_pvalue, exact_joint
 
 from specmeter.engine.batched import SequenceRequest, decode_batch
-from specmeter.engine.candidate import MethodNotRunnable, make_proposer
 from specmeter.engine.loader import load_model
-from specmeter.engine.proposer import DraftModelProposer
+from specmeter.engine.proposers.candidate import MethodNotRunnable, make_proposer
+from specmeter.engine.proposers.proposer import DraftModelProposer
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import speculative_decode
 from tiny_models import sample_corpus

@@ -15,7 +15,7 @@ import pytest
 import torch
 from sampling_stats import chi_square_pvalue
 
-from specmeter.engine.ngram import (
+from specmeter.engine.proposers.ngram import (
     NgramMapKeyProposer,
     NgramProposer,
     NgramSimpleProposer,
@@ -23,9 +23,9 @@ from specmeter.engine.ngram import (
     llamacpp_ngram_simple,
     vllm_ngram,
 )
-from specmeter.engine.proposer import Proposals
+from specmeter.engine.proposers.proposer import Proposals
+from specmeter.engine.proposers.suffix import SuffixCache, SuffixProposer, SuffixTree
 from specmeter.engine.sampling import SamplingParams, verify_sampling
-from specmeter.engine.suffix import SuffixCache, SuffixProposer, SuffixTree
 
 GREEDY = SamplingParams()
 

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from specmeter.engine.suffix import SuffixCache, SuffixProposer
+from specmeter.engine.proposers.suffix import SuffixCache, SuffixProposer
 
 arctic = pytest.importorskip("arctic_inference.suffix_decoding")
 

@@ -109,7 +109,7 @@ def test_method_model_facts_are_the_honest_extra_memory() -> None:
 def test_one_suffix_cache_per_candidate_fed_in_prompt_order(tiny: Any, prompts: Path) -> None:
     """Each (suffix, k) candidate sees exactly the requests before it, in order: its records equal a fresh
     proposer's over the prompts one after another (no warm-up response, no other candidate's)."""
-    from specmeter.engine.candidate import make_proposer
+    from specmeter.engine.proposers.candidate import make_proposer
     from specmeter.engine.speculative import speculative_decode
 
     cfg = MeasureConfig(

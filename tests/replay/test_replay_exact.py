@@ -2,7 +2,8 @@
 
 A baseline `serve` (the tiny target, k = 0) answers greedy requests and logs them with ``--log-output``.
 Each (method, k) then runs live: ``engine.speculative.speculative_decode`` with
-``engine.candidate.make_proposer(method)`` on the logged prompt ids, one proposer per run reused across
+``engine.proposers.candidate.make_proposer(method)`` on the logged prompt ids, one proposer per run reused
+across
 the requests in log order (suffix decoding's cache learns across them), and `specmeter replay` replays the
 log. Accepted, drafted and steps must be equal, request by request and in total.
 """
@@ -20,8 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 from specmeter.cli.app import app
-from specmeter.engine.candidate import make_proposer
 from specmeter.engine.loader import LoadedModel, load_model
+from specmeter.engine.proposers.candidate import make_proposer
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import speculative_decode
 from specmeter.server.app import ServeConfig, create_app

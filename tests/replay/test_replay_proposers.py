@@ -1,6 +1,7 @@
 """Replay's indexed n-gram proposers draft exactly what the engine's functions draft, step after step.
 
-The engine rescans the whole context at every step (``engine.ngram``); replay keeps an index that grows
+The engine rescans the whole context at every step (``engine.proposers.ngram``); replay keeps an index that
+grows
 with the context. Random sequences over small vocabularies (many repeats, many ties) and random draft
 lengths, every prefix of each sequence in turn, as a replay walks them.
 """
@@ -11,8 +12,8 @@ import random
 
 import pytest
 
-from specmeter.engine.ngram import llamacpp_ngram_map_k, llamacpp_ngram_simple, vllm_ngram
-from specmeter.engine.suffix import SuffixCache
+from specmeter.engine.proposers.ngram import llamacpp_ngram_map_k, llamacpp_ngram_simple, vllm_ngram
+from specmeter.engine.proposers.suffix import SuffixCache
 from specmeter.methods import parse_method
 from specmeter.replay.proposers import (
     IndexedNgram,

@@ -2,7 +2,8 @@
 
 Random workloads over small vocabularies (long matches, many ties in the children's order), random draft
 lengths and commit sizes, settings off their defaults, and a small ``requests`` so that evictions happen.
-The reference is :class:`SuffixReplay`, which calls ``SuffixCache`` exactly as ``engine.suffix`` does.
+The reference is :class:`SuffixReplay`, which calls ``SuffixCache`` exactly as ``engine.proposers.suffix``
+does.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import random
 
 import pytest
 
-from specmeter.engine.suffix import SuffixTree, _Node
+from specmeter.engine.proposers.suffix import SuffixTree, _Node
 from specmeter.methods import parse_method
 from specmeter.replay.proposers import SuffixReplay
 from specmeter.replay.suffix_fast import FastSuffixReplay

@@ -21,7 +21,7 @@ import torch
 from specmeter.engine.base import BatchedCausalLM
 from specmeter.engine.batched import SequenceRequest, decode_batch
 from specmeter.engine.loader import LoadedModel
-from specmeter.engine.proposer import Proposer
+from specmeter.engine.proposers.proposer import Proposer
 from specmeter.engine.runner import PreparedPrompt, RunState, make_record
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation

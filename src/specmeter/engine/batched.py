@@ -9,7 +9,7 @@ One step of B live rows:
 1. ``k`` comes from the batch-size schedule for B (vLLM's ``num_speculative_tokens_per_batch_size``
    semantics, ``engine.schedule``; k = 0 is plain decoding). Each row drafts d_r = min(k, tokens it may
    still produce − 1), so no step makes tokens a request would throw away.
-2. The proposer (``engine.proposer``) proposes up to d_r tokens per row. A draft model does it in
+2. The proposer (``engine.proposers.proposer``) proposes up to d_r tokens per row. A draft model does it in
    lockstep: one forward over every row's catch-up tokens (what its cache lacks of the committed
    sequence: the correction token, or the last draft token and the bonus token after a fully accepted
    step, or more after steps at k = 0), then D − 1 single-token forwards of B rows, D = max d_r. A
@@ -52,7 +52,7 @@ from typing import Any
 import torch
 
 from specmeter.engine.base import BatchedCausalLM, hidden_states, reserve_rows, synchronize
-from specmeter.engine.proposer import Proposer, as_proposer
+from specmeter.engine.proposers.proposer import Proposer, as_proposer
 from specmeter.engine.sampling import SamplingParams, Verdict, probs, sample, verify_sampling
 from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import Generation

@@ -18,7 +18,7 @@ import torch
 from specmeter.engine.base import CausalLM
 from specmeter.engine.costs import measure_cost_curve
 from specmeter.engine.loader import LoadedModel
-from specmeter.engine.proposer import DraftModelProposer, Proposer
+from specmeter.engine.proposers.proposer import DraftModelProposer, Proposer
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.speculative import Generation, speculative_decode
 from specmeter.metrics.records import CostCurve, ModelInfo, RequestRecord, RunRecord, run_label

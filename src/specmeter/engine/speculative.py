@@ -1,6 +1,7 @@
 """The propose -> verify -> commit loop, one request at a time, recording raw events only.
 
-A proposer (``engine.proposer``: a draft model one forward at a time, or a model-free method) proposes up to
+A proposer (``engine.proposers.proposer``: a draft model one forward at a time, or a model-free method)
+proposes up to
 d tokens, the target scores all d+1 positions in one forward, the verifier decides how many survive, and
 the target's KV cache (and the draft model's) is rolled back to the committed sequence. With no proposer
 (or d = 0) the same loop is plain target-only decoding, so the baseline shares every line of code and
@@ -16,7 +17,7 @@ from time import perf_counter
 import torch
 
 from specmeter.engine.base import CausalLM, hidden_states, synchronize
-from specmeter.engine.proposer import Proposer, as_proposer
+from specmeter.engine.proposers.proposer import Proposer, as_proposer
 from specmeter.engine.sampling import SamplingParams, Verdict, probs, sample, verify_greedy, verify_sampling
 from specmeter.metrics.records import Emission, FinishReason, StepRecord
 
@@ -52,7 +53,8 @@ def speculative_decode(
 ) -> Generation:
     """Decode up to ``max_tokens`` tokens after ``prompt_ids``; ``draft=None`` or ``k=0`` is the baseline.
 
-    ``draft`` is a :class:`Proposer` (a method: ``engine.candidate.make_proposer``) or a draft model, which
+    ``draft`` is a :class:`Proposer` (a method: ``engine.proposers.candidate.make_proposer``) or a draft
+    model, which
     is wrapped in a :class:`DraftModelProposer`. ``on_emit`` sees each batch of newly visible tokens;
     returning True stops generation (client gone).
     """

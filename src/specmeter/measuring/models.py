@@ -1,7 +1,8 @@
 """Loading the target and the candidates of a native run, and the names that key their results.
 
 A candidate is a draft model directory (loaded like the target) or a method spec (docs/methods.md), which
-becomes a :class:`MethodModel`: the proposer ``engine.candidate.make_proposer`` builds, with the target's
+becomes a :class:`MethodModel`: the proposer ``engine.proposers.candidate.make_proposer`` builds, with the
+target's
 tokenizer and a ``ModelInfo`` named by the spec's label whose memory is ``MethodSpec.extra_memory``.
 
 A candidate's name labels its results (``draft@k=4``, ``ngram:min=2,max=4@k=4``) and keys its cost curve,
@@ -22,7 +23,7 @@ from specmeter.metrics.records import ModelInfo
 
 if TYPE_CHECKING:
     from specmeter.engine.loader import LoadedModel
-    from specmeter.engine.proposer import Proposer
+    from specmeter.engine.proposers.proposer import Proposer
     from specmeter.measuring.config import MeasureConfig
 
 __all__ = ["MethodModel", "draft_names", "load_method", "load_models", "method_info", "tokenizer_refusal"]
@@ -96,7 +97,7 @@ def method_info(spec: MethodSpec, target: ModelInfo, proposer: Proposer) -> Mode
 
 def load_method(spec: MethodSpec, target: LoadedModel) -> MethodModel:
     """A method spec as a candidate next to ``target``; one this engine cannot run is a MeasureError."""
-    from specmeter.engine.candidate import make_proposer
+    from specmeter.engine.proposers.candidate import make_proposer
 
     try:
         proposer = make_proposer(spec, target)

@@ -1,14 +1,18 @@
 """Proposers as replay drives them: one request at a time, the context only ever growing.
 
 Replay asks a method for a draft at every step of every logged response, so proposing must be cheap.
-The engine's n-gram functions (``engine.ngram``) rescan the whole context at every step: O(context) per
+The engine's n-gram functions (``engine.proposers.ngram``) rescan the whole context at every step: O(context)
+per
 step. Here the same three rules run on an index of the context's n-grams that grows with the context, so a
 step costs O(max_n - min_n + 1) dictionary look-ups; the drafts are the engine's, token for token
-(tests/replay/test_replay_proposers.py checks both against ``engine.ngram`` on random sequences).
+(tests/replay/test_replay_proposers.py checks both against ``engine.proposers.ngram`` on random sequences).
 
-Suffix decoding keeps ArcticInference's cache (``engine.suffix.SuffixCache``, the port already checked
-against the native extension) and drives it as ``engine.suffix.SuffixProposer`` does. Draft models and
-self-speculation (``layers:n``) run through ``engine.candidate.make_proposer`` (:class:`EngineProposer`):
+Suffix decoding keeps ArcticInference's cache (``engine.proposers.suffix.SuffixCache``, the port already
+checked
+against the native extension) and drives it as ``engine.proposers.suffix.SuffixProposer`` does. Draft models
+and
+self-speculation (``layers:n``) run through ``engine.proposers.candidate.make_proposer``
+(:class:`EngineProposer`):
 the proposer alone, forwarding over the logged response, never the target.
 
 This module imports no torch; the suffix cache and the engine proposers import it when they are built.
@@ -73,7 +77,7 @@ class _Stateless:
 
 
 class IndexedNgram(_Stateless):
-    """vLLM's ``ngram`` (``engine.ngram.vllm_ngram``) on an index: the same draft at every step.
+    """vLLM's ``ngram`` (``engine.proposers.ngram.vllm_ngram``) on an index: the same draft at every step.
 
     The rule, as ``vllm_ngram``'s docstring derives it from vLLM's KMP scan: the longest n in [min_n,
     max_n] such that the context's last n tokens occur ending before the context's last token; among
@@ -148,7 +152,7 @@ class _NewestStart(_Stateless):
 
 
 class IndexedNgramSimple(_NewestStart):
-    """llama.cpp's ``ngram-simple`` (``engine.ngram.llamacpp_ngram_simple``) on an index, cut to d.
+    """llama.cpp's ``ngram-simple`` (``engine.proposers.ngram.llamacpp_ngram_simple``) on an index, cut to d.
 
     With L = len(context) - 1: nothing unless L > n + m + 1; the newest start j in [1, L - n - 1] of the
     context's last n tokens wins (a hit at j = 0 does not count, and an older one is never tried); the draft
@@ -171,7 +175,7 @@ class IndexedNgramSimple(_NewestStart):
 
 
 class IndexedNgramMapKey(_NewestStart):
-    """llama.cpp's ``ngram-map-k`` (``engine.ngram.llamacpp_ngram_map_k``) on an index, cut to d.
+    """llama.cpp's ``ngram-map-k`` (``engine.proposers.ngram.llamacpp_ngram_map_k``) on an index, cut to d.
 
     With L = len(context) - 1: nothing unless L >= 2n + m; the newest start j in [1, L - n - m - 1] of the
     context's last n tokens wins; the draft is the m tokens after it.
@@ -190,7 +194,8 @@ class IndexedNgramMapKey(_NewestStart):
 
 
 class SuffixReplay:
-    """Suffix decoding with ArcticInference's cache, driven as ``engine.suffix.SuffixProposer`` drives it.
+    """Suffix decoding with ArcticInference's cache, driven as ``engine.proposers.suffix.SuffixProposer``
+    drives it.
 
     One instance is one cache for the whole replay: requests start in log order, every committed token is
     added, a finished request's response stays cached for later requests (evicted first-in first-out past
@@ -202,7 +207,7 @@ class SuffixReplay:
     learns = True
 
     def __init__(self, spec: MethodSpec) -> None:
-        from specmeter.engine.suffix import SuffixCache
+        from specmeter.engine.proposers.suffix import SuffixCache
 
         self.name = spec.label
         self.depth = spec.int_value("depth")
@@ -243,7 +248,7 @@ class SuffixReplay:
 
 
 class EngineProposer:
-    """Any ``engine.proposer.Proposer`` (a draft model, ``layers:n``) driven for one row, greedily.
+    """Any ``engine.proposers.proposer.Proposer`` (a draft model, ``layers:n``) driven for one row, greedily.
 
     The proposer alone runs: its forwards over the logged context, argmax drafts (what vLLM's drafters
     propose), never the target. A draft that samples at temperature > 0 is not replayed this way

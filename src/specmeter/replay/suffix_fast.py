@@ -1,6 +1,8 @@
-"""Suffix decoding for replay: ArcticInference's cache (``engine.suffix``), proposing in O(draft) per step.
+"""Suffix decoding for replay: ArcticInference's cache (``engine.proposers.suffix``), proposing in O(draft)
+per step.
 
-``engine.suffix.SuffixCache.speculate`` matches every suffix length m = 1 … P−1 of the pattern from the
+``engine.proposers.suffix.SuffixCache.speculate`` matches every suffix length m = 1 … P−1 of the pattern from
+the
 root of both trees (O(P²) node look-ups), then walks a draft from each. Replay drafts at every step of
 every logged response, so here the same drafts come cheaper, with the cache's own trees, counts and
 sibling order untouched (the engine's port, checked against the native extension):
@@ -32,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from specmeter.engine.suffix import SuffixCache, SuffixTree, _Node
+from specmeter.engine.proposers.suffix import SuffixCache, SuffixTree, _Node
 from specmeter.methods import MethodSpec
 
 __all__ = ["FastSuffixReplay"]
@@ -164,7 +166,8 @@ def _ratio(num: int, den: int) -> np.float32:
 
 
 class FastSuffixReplay:
-    """Suffix decoding driven as ``engine.suffix.SuffixProposer`` drives the cache, proposing fast."""
+    """Suffix decoding driven as ``engine.proposers.suffix.SuffixProposer`` drives the cache, proposing
+    fast."""
 
     learns = True
 

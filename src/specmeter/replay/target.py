@@ -44,8 +44,8 @@ def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], Rep
     The target loads once, on the CPU unless CUDA is there."""
     if not cfg.needs_model:
         return None
-    from specmeter.engine.candidate import MethodNotRunnable, make_proposer
     from specmeter.engine.loader import load_model
+    from specmeter.engine.proposers.candidate import MethodNotRunnable, make_proposer
 
     try:
         target = load_model(cfg.target)

@@ -1,7 +1,8 @@
 """specmeter's own engine behind the ``ServingEngine`` protocol: load target (+ draft), tokenize, decode.
 
 The draft is a model directory or a method spec (``serve --draft ngram``, docs/methods.md): the proposer
-``engine.candidate.make_proposer`` builds, one for the server's life, so suffix decoding's global cache
+``engine.proposers.candidate.make_proposer`` builds, one for the server's life, so suffix decoding's global
+cache
 learns from every request served, in the order they started.
 
 One request at a time goes through ``engine.speculative`` (the single-stream loop); ``open_batch`` hands
@@ -21,7 +22,7 @@ import torch
 from specmeter.engine.base import CausalLM
 from specmeter.engine.batched import BatchedDecoder, SequenceRequest
 from specmeter.engine.loader import LoadedModel, load_model, tokenizer_mismatch
-from specmeter.engine.proposer import Proposer
+from specmeter.engine.proposers.proposer import Proposer
 from specmeter.engine.sampling import SamplingParams
 from specmeter.engine.schedule import KSchedule
 from specmeter.engine.speculative import Generation, speculative_decode
@@ -121,7 +122,7 @@ class LocalEngine:
         loaded = one(target)
         proposer: LoadedModel | Proposer | None = None
         if speculates and isinstance(draft, MethodSpec):
-            from specmeter.engine.candidate import make_proposer
+            from specmeter.engine.proposers.candidate import make_proposer
 
             try:
                 proposer = make_proposer(draft, loaded)

@@ -389,7 +389,7 @@ def heldout_alpha_head(
     target: Any, head_dir: Path, prompts: Sequence[str], k: int, max_tokens: int = 48
 ) -> float:
     """Greedy α = A / D of the head in ``head_dir`` on ``prompts`` through the single-stream loop."""
-    from specmeter.engine.candidate import make_proposer
+    from specmeter.engine.proposers.candidate import make_proposer
     from specmeter.engine.sampling import SamplingParams
     from specmeter.engine.speculative import speculative_decode
 

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from specmeter.engine.base import CausalLM
-from specmeter.engine.proposer import Proposals, Proposer, choose_tokens, row_proposals
+from specmeter.engine.proposers.proposer import Proposals, Proposer, choose_tokens, row_proposals
 from specmeter.engine.sampling import SamplingParams
 from specmeter.metrics.records import ModelInfo
 from specmeter.modeldir import ModelDirError

@@ -2,7 +2,8 @@
 
 A name is a draft model directory (loaded like the target, wrapped in a ``DraftModelProposer``) or a method
 spec parsed by ``specmeter.methods`` (docs/methods.md): ``ngram``, ``ngram-simple``, ``ngram-map-k``,
-``suffix``, ``layers:n`` and ``eagle:head=DIR`` (an EAGLE-3 head on the native target, ``engine.eagle``) run.
+``suffix``, ``layers:n`` and ``eagle:head=DIR`` (an EAGLE-3 head on the native target,
+``engine.proposers.eagle``) run.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from specmeter.engine.eagle import HeadMismatch, load_head
 from specmeter.engine.loader import LoadedModel, load_model
-from specmeter.engine.ngram import NgramMapKeyProposer, NgramProposer, NgramSimpleProposer
-from specmeter.engine.proposer import DraftModelProposer, Proposer
+from specmeter.engine.proposers.eagle import HeadMismatch, load_head
+from specmeter.engine.proposers.ngram import NgramMapKeyProposer, NgramProposer, NgramSimpleProposer
+from specmeter.engine.proposers.proposer import DraftModelProposer, Proposer
+from specmeter.engine.proposers.suffix import SuffixProposer
 from specmeter.engine.standin import layer_draft
-from specmeter.engine.suffix import SuffixProposer
 from specmeter.methods import DraftDir, MethodSpec, MethodSpecError, parse_candidate
 from specmeter.modeldir import ModelDirError
 

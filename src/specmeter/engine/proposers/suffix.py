@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from specmeter.engine.proposer import ModelFreeProposer
+from specmeter.engine.proposers.proposer import ModelFreeProposer
 
 __all__ = ["SuffixCache", "SuffixDraft", "SuffixProposer", "SuffixTree"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specmeter.engine.proposer import ModelFreeProposer
+from specmeter.engine.proposers.proposer import ModelFreeProposer
 
 __all__ = [
     "NgramMapKeyProposer",
