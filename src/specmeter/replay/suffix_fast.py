@@ -40,6 +40,7 @@ from specmeter.methods import MethodSpec
 __all__ = ["FastSuffixReplay"]
 
 _F32 = np.float32
+_ZERO, _ONE = _F32(0.0), _F32(1.0)
 
 
 def _neg_count(node: _Node) -> int:
@@ -50,102 +51,116 @@ def _increment(parent: _Node, child: _Node) -> None:
     """``_Node.increment``, with binary searches: children stay sorted by decreasing count."""
     order = parent.order
     c = child.count
-    if order is None:
-        child.count = c + 1
+    if order is None or order[0] is child:
+        child.count = c + 1  # a lone child, or the first one: nothing to reorder
         return
     i = order.index(child, bisect_left(order, -c, key=_neg_count))
+    before = order[i - 1].count
     child.count = c + 1
-    to_front = i > 0 and order[i - 1].count == c + 1
+    if before > c + 1:
+        return  # every sibling before it still counts more: it stays where the rule below would put it
     del order[i]
-    bound = c + 1 if to_front else c
+    # [.., 5, 4, 4, (child 4->5), 4, ..]: before == 4, it goes first among the 4s (after the last 5);
+    # [.., 5, 5, (child 4->5), 4, ..]: before == 5, it goes first among the 5s.
+    bound = c + 1 if before == c + 1 else c
     order.insert(bisect_left(order, -bound, key=_neg_count), child)
 
 
-def _append(tree: SuffixTree, seq_id: int, token: int) -> None:
-    """``SuffixTree.append``, inline (``_Node.child``, ``add`` and ``increment`` without method calls)."""
+def _extend(tree: SuffixTree, seq_id: int, tokens: Sequence[int]) -> None:
+    """``SuffixTree.append`` for each token in turn, inline (``_Node.child``, ``add`` and ``increment``
+    without method calls)."""
     seq = tree._seqs.setdefault(seq_id, [])
     active = tree._active.setdefault(seq_id, deque())
-    root = tree.root
-    active.append(root)
-    root.count += 1
-    if len(active) > tree.max_depth:
-        active.popleft()
-    seq.append(token)
-    advanced: list[_Node] = []
-    for node in active:
-        kids = node.kids
-        if kids is None:
-            child = node.kids = _Node(token, 1)
-        elif type(kids) is _Node:
-            if kids.token == token:
-                child = kids
-                child.count += 1  # a lone child has no sibling order to keep
+    root, max_depth = tree.root, tree.max_depth
+    for token in tokens:
+        active.append(root)
+        root.count += 1
+        if len(active) > max_depth:
+            active.popleft()
+        seq.append(token)
+        advanced: list[_Node] = []
+        push = advanced.append
+        for node in active:
+            kids = node.kids
+            if kids is None:
+                child = node.kids = _Node(token, 1)
+            elif type(kids) is _Node:
+                if kids.token == token:
+                    child = kids
+                    child.count += 1  # a lone child has no sibling order to keep
+                else:  # a second child: the dict and the order start (``_Node.add``)
+                    child = _Node(token, 1)
+                    node.kids = {kids.token: kids, token: child}
+                    node.order = [kids, child]
             else:
-                child = _Node(token, 1)
-                node.add(child)
-        else:
-            found = kids.get(token)  # type: ignore[union-attr]
-            if found is None:
-                child = _Node(token, 1)
-                kids[token] = child  # type: ignore[index]
-                node.order.append(child)  # type: ignore[union-attr]  # a new child goes last
-            else:
-                child = found
-                _increment(node, child)
-        advanced.append(child)
-    active.clear()
-    active.extend(advanced)
+                found = kids.get(token)  # type: ignore[union-attr]
+                if found is None:
+                    child = _Node(token, 1)
+                    kids[token] = child  # type: ignore[index]
+                    node.order.append(child)  # type: ignore[union-attr]  # a new child goes last
+                elif node.order[0] is found:  # type: ignore[index]
+                    child = found
+                    child.count += 1  # the first child stays first
+                else:
+                    child = found
+                    _increment(node, child)
+            push(child)
+        active.clear()
+        active.extend(advanced)
 
 
-def _first(node: _Node) -> _Node | None:
-    """``_Node.first``, as a function: the child speculation follows."""
-    order = node.order
-    if order is not None:
-        return order[0]
+def _child(node: _Node, token: int) -> _Node | None:
+    """``_Node.child``, as a function."""
     kids = node.kids
-    return kids if type(kids) is _Node else None
+    if type(kids) is dict:
+        return kids.get(token)
+    return kids if kids is not None and kids.token == token else None  # type: ignore[union-attr,return-value]
 
 
 def _best(
     nodes: Sequence[_Node],
     d: int,
-    factor: np.float32,
-    offset: np.float32,
+    limits: Sequence[int],
     min_prob: np.float32,
 ) -> tuple[list[int], np.float32]:
     """``SuffixTree.speculate``'s result over match lengths 1 … len(nodes) (``nodes[m-1]``: the node of
-    the context's last m tokens): the draft of largest score, ties to the longer match."""
+    the context's last m tokens): the draft of largest score, ties to the longer match. ``limits[m]``:
+    ⌊m·factor + offset⌋ as the cache computes it. Arithmetic on ``np.float32`` scalars stays float32, as
+    the cache's."""
     best: list[int] = []
-    best_score = _F32(0.0)
+    best_score = _ZERO
     found = False
     for m in range(len(nodes), 0, -1):
-        limit = int(float(_F32(m) * factor + offset) + 1e-6)
-        max_tokens = max(0, min(d, limit))
-        if found and float(best_score) >= max_tokens:
+        max_tokens = min(d, limits[m])
+        if found and best_score >= max_tokens:
             break  # no shorter match can score higher
         node = nodes[m - 1]
-        first = _first(node)
+        order = node.order
+        first = order[0] if order is not None else node.kids
         if first is None or max_tokens == 0:  # an empty draft scores 0: it wins only as the first tried
             if not found:
-                best, best_score, found = [], _F32(0.0), True
+                best, best_score, found = [], _ZERO, True
             continue
         # Every probability of the walk is at most the first one (each factor is <= 1, also in float32):
         # a draft of t tokens scores at most t times it (with room for float32 rounding).
-        if found and float(best_score) >= max_tokens * (first.count / node.count) * (1 + 1e-5):
+        if found and best_score >= max_tokens * (first.count / node.count) * (1 + 1e-5):  # type: ignore[union-attr]
             continue
         tokens: list[int] = []
-        prob, score = _F32(1.0), _F32(0.0)
-        while len(tokens) < max_tokens and prob >= min_prob:
-            child = _first(node)
+        prob, score = _ONE, _ZERO
+        if prob < min_prob:
+            max_tokens = 0  # a floor above 1: the walk stops before its first token
+        while len(tokens) < max_tokens:
+            order = node.order
+            child = order[0] if order is not None else node.kids
             if child is None:
                 break
-            if child.count != node.count:
-                prob = _F32(prob * _ratio(child.count, node.count))
+            if child.count != node.count:  # type: ignore[union-attr]
+                prob = prob * _ratio(child.count, node.count)  # type: ignore[union-attr]
                 if prob < min_prob:
                     break
-            tokens.append(child.token)
-            score = _F32(score + prob)
-            node = child
+            tokens.append(child.token)  # type: ignore[union-attr]
+            score = score + prob
+            node = child  # type: ignore[assignment]
         if not found or score > best_score:
             best, best_score, found = tokens, score, True
     return best, best_score
@@ -177,6 +192,10 @@ class FastSuffixReplay:
         self.factor = _F32(spec.float_value("factor"))
         self.offset = _F32(spec.float_value("offset"))
         self.min_prob = _F32(spec.float_value("min_prob"))
+        # [m]: ⌊m·factor + offset + 1e-6⌋ in the cache's float32 arithmetic, at least 0, m = 0 … depth.
+        self.limits = [
+            max(0, int(float(_F32(m) * self.factor + self.offset) + 1e-6)) for m in range(self.depth + 1)
+        ]
         self.cache: Any = SuffixCache(
             max_tree_depth=self.depth, max_cached_requests=spec.int_value("requests")
         )
@@ -190,8 +209,7 @@ class FastSuffixReplay:
         ids = [int(t) for t in prompt]
         self.cache.start_request(self._request, [])  # the prompt goes into the local tree below, faster
         local = self.cache._local[self._request]
-        for t in ids:
-            _append(local, 0, t)
+        _extend(local, 0, ids)
         tree = self.cache.global_tree
         nodes: list[_Node] = []
         for length in range(1, min(self.depth - 1, len(ids)) + 1):
@@ -207,17 +225,23 @@ class FastSuffixReplay:
         seq = cache._req_to_seq.get(request)
         root = cache.global_tree.root
         longest = self.depth - 1
-        for t in tokens:
-            x = int(t)
-            _append(local, 0, x)
+        xs = [int(t) for t in tokens]
+        _extend(local, 0, xs)
+        for x in xs:
             if seq is not None:
-                _append(cache.global_tree, seq, x)
+                _extend(cache.global_tree, seq, (x,))
             new: list[_Node] = []
-            child = root.child(x)
+            child = _child(root, x)
             if child is not None:
                 new.append(child)
                 for node in self._global[: longest - 1]:
-                    child = node.child(x)
+                    kids = node.kids  # _child(node, x), inline
+                    if type(kids) is dict:
+                        child = kids.get(x)
+                    elif kids is not None and kids.token == x:  # type: ignore[union-attr]
+                        child = kids  # type: ignore[assignment]
+                    else:
+                        break
                     if child is None:
                         break
                     new.append(child)
@@ -242,12 +266,11 @@ class FastSuffixReplay:
             return []
         active = self.cache._local[self._request]._active[0]
         local_nodes = [active[-m] for m in range(1, usable + 1)]
-        tokens, score = _best(local_nodes, d, self.factor, self.offset, self.min_prob)
+        tokens, score = _best(local_nodes, d, self.limits, self.min_prob)
         global_nodes = self._global[:usable]
         if not global_nodes:
             return tokens
-        bound = max(0, min(d, int(float(_F32(len(global_nodes)) * self.factor + self.offset) + 1e-6)))
-        if float(score) >= bound:
+        if score >= min(d, self.limits[len(global_nodes)]):
             return tokens  # the global draft cannot score higher, and the local one wins ties
-        cached, cached_score = _best(global_nodes, d, self.factor, self.offset, self.min_prob)
+        cached, cached_score = _best(global_nodes, d, self.limits, self.min_prob)
         return tokens if score >= cached_score else cached
