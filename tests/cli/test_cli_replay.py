@@ -248,3 +248,34 @@ def test_option_mistakes(tiny: Any, log: Path, tmp_path: Path) -> None:
 def test_serve_log_output_needs_a_log(tiny: Any) -> None:
     result = runner.invoke(app, ["serve", "--target", str(tiny.target), "--log-output"])
     assert_usage_error(result, "--log-output needs --log FILE")
+
+
+def test_costs_from_a_sweep_rescale_its_decode_speedup_by_tau(tiny: Any, log: Path, tmp_path: Path) -> None:
+    # a sweep result's cells as `sweep` writes them: closed-loop levels, a rate level, another k
+    cells = [
+        {"level": "c=1", "concurrency": 1, "rate": None, "k": 2, "e_decode": 1.5, "tau": 2.5},
+        {"level": "c=4", "concurrency": 4, "rate": None, "k": 2, "e_decode": 1.2, "tau": 2.4},
+        {"level": "c=4", "concurrency": 4, "rate": None, "k": 3, "e_decode": 1.1, "tau": 3.0},
+        {"level": "r=2", "concurrency": None, "rate": 2.0, "k": 2, "e_decode": 9.0, "tau": 2.5},
+        {"level": "c=8", "concurrency": 8, "rate": None, "k": 2, "e_decode": None, "tau": None},
+    ]
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"kind": "sweep", "sweep": {"cells": cells}}), "utf-8")
+    out = tmp_path / "r.json"
+    args = ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "ngram:min=2,max=3"]
+    result = runner.invoke(app, [*args, "--k", "2", "--costs", str(sweep), "--json", str(out), "--no-store"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text("utf-8"))
+    cumulative = [p["cumulative"] for p in data["candidates"][0]["summary"]["per_position"]]
+    tau = tau_by_k(cumulative, 2)[2]
+    assert tau is not None
+    costs = data["replay"]["costs"]
+    assert costs["batches"] == ["1", "4"]  # the rate level and the incomplete cell are left out
+    e = costs["rows"][0]["e"]
+    assert e["1"] == pytest.approx(1.5 * tau / 2.5)
+    assert e["4"] == pytest.approx(1.2 * tau / 2.4)
+    assert "lower bound" in costs["note"] and "predicted speedup E(B)" in result.output
+    # a k the sweep did not run has no figure
+    result = runner.invoke(app, [*args, "--k", "4", "--costs", str(sweep), "--json", str(out), "--no-store"])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(out.read_text("utf-8"))["replay"]["costs"]["rows"][0]["e"].values()) == {None}

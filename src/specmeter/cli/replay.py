@@ -51,7 +51,9 @@ def replay(
     ),
     limit: int | None = typer.Option(None, "--limit", help="Replay at most N requests (after --warm)."),
     costs: Path | None = typer.Option(
-        None, "--costs", help="A tune --batch, bench --batch or whatif result: predicted E per batch size."
+        None,
+        "--costs",
+        help="A tune --batch, bench --batch, whatif or sweep result: predicted E per batch size.",
     ),
     merge: list[Path] = typer.Option(
         None, "--merge", help="Merge the --json results of shards 0…N-1 into the single run's figures."

@@ -9,11 +9,18 @@ Two sources:
   (``metrics.batch_surface.tau_by_k``). For a model-free method the surface's draft forwards are taken
   out of the step (t_step − draft time): its proposing costs host time the surface did not time;
 - a **what-if** result (``whatif``'s section with ``cells``): E at the replayed α for (k, B), linear
-  between the measured α (``selection.whatif_surface.surface_e``).
+  between the measured α (``selection.whatif_surface.surface_e``);
+- a **sweep** of a real server (``sweep``'s ``cells``, closed-loop levels c = concurrency): its measured
+  decode speedup at (c, k), rescaled from the swept drafter's τ to the replayed one: E(c, k) =
+  E_decode(c, k) · τ_replay(k) / τ_sweep(c, k). A step at (c, k) costs what it cost in the sweep whatever
+  it accepts (the verify forward covers k + 1 positions either way), so only tokens per step change
+  (docs/metrics.md, "Replay"). The step includes the swept drafter's proposing: for a model-free method,
+  which proposes on the host, the figure is a lower bound. Rate levels have no batch size: left out.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -79,6 +86,9 @@ def predictor(path: Path) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, A
     data = _read(path)
     surface: CostSurface | None = None
     whatif: Mapping[str, Any] | None = None
+    sweep = _sweep_cells(data)
+    if sweep:
+        return _sweep_predictor(path, sweep)
     for node in _walk(data):
         if surface is None and isinstance(node.get("points"), list) and node["points"]:
             first = node["points"][0]
@@ -90,7 +100,8 @@ def predictor(path: Path) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, A
                 whatif = node
     if surface is None and whatif is None:
         raise CostsError(
-            f"--costs: {path} holds no cost surface (tune --batch, bench --batch) nor what-if cells (whatif)"
+            f"--costs: {path} holds no cost surface (tune --batch, bench --batch), what-if cells (whatif) "
+            "nor closed-loop sweep cells (sweep --concurrency)"
         )
     kind = str(data.get("kind", "result")) if isinstance(data, Mapping) else "result"
     source = f"{path} ({kind}, {'cost surface' if surface is not None else 'what-if cells'})"
@@ -137,3 +148,53 @@ def _e(
         return None
     found = surface_e(whatif, float(alpha), k, batch)
     return None if found is None else found[0]
+
+
+def _sweep_cells(data: Any) -> list[Mapping[str, Any]]:
+    """A sweep result's complete closed-loop cells with a decode speedup and a τ; [] when it is none."""
+    sweep = data.get("sweep") if isinstance(data, Mapping) else None
+    cells = sweep.get("cells") if isinstance(sweep, Mapping) else None
+    if not isinstance(cells, list):
+        return []
+    out = []
+    for c in cells:
+        if not isinstance(c, Mapping):
+            continue
+        values = [c.get(key) for key in ("concurrency", "k", "e_decode", "tau")]
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
+            continue
+        conc, k, e, tau = (float(x) for x in values if x is not None)
+        if math.isfinite(e) and math.isfinite(tau) and conc >= 1 and k >= 1 and e > 0 and tau >= 1:
+            out.append(c)
+    return out
+
+
+def _sweep_predictor(
+    path: Path, cells: Sequence[Mapping[str, Any]]
+) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
+    by_cell = {(int(c["concurrency"]), int(c["k"])): c for c in cells}
+    batches = sorted({b for b, _ in by_cell})
+    swept = sorted({k for _, k in by_cell})
+    source = f"{path} (sweep: decode speedup per concurrency, rescaled to the replayed τ)"
+    note = (
+        "E(c, k) = the sweep's decode speedup at (c, k) × τ_replay(k) / τ_sweep(c, k): the step costs what "
+        f"it cost in the sweep; only k ∈ {{{', '.join(map(str, swept))}}} were swept. For a model-free "
+        "method the swept drafter's forwards stay in the step: a lower bound."
+    )
+
+    def predict(candidates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        rows = []
+        for c in candidates:
+            s = c.get("summary") or {}
+            k = int(c["k"])
+            cumulative = [p.get("cumulative") for p in s.get("per_position") or []]
+            tau = tau_by_k(cumulative, k).get(k)
+            e: dict[str, float | None] = {}
+            for b in batches:
+                cell = by_cell.get((b, k))
+                ok = cell is not None and isinstance(tau, (int, float))
+                e[str(b)] = float(cell["e_decode"]) * float(tau) / float(cell["tau"]) if ok else None  # type: ignore[index,arg-type]
+            rows.append({"draft": c["draft"], "k": k, "e": e})
+        return {"source": source, "batches": [str(b) for b in batches], "rows": rows, "note": note}
+
+    return predict

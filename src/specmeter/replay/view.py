@@ -165,6 +165,8 @@ def render_replay(result: Mapping[str, Any], console: Console) -> None:
     costs = section.get("costs")
     if isinstance(costs, Mapping) and costs.get("rows"):
         console.print(_costs_table(costs))
+        if costs.get("note"):
+            console.print(Text(str(costs["note"]), style="dim"), soft_wrap=True)
     else:
         console.print(
             Text(
