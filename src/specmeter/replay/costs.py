@@ -10,6 +10,16 @@ Two sources:
   out of the step (t_step − draft time): its proposing costs host time the surface did not time;
 - a **what-if** result (``whatif``'s section with ``cells``): E at the replayed α for (k, B), linear
   between the measured α (``selection.whatif_surface.surface_e``).
+
+Both assume that every step drafts k. A method that proposes at only a share f = S / (target forwards in
+decode) of the steps (an n-gram lookup that finds no match, suffix decoding on text it has not seen) runs
+the rest as plain target forwards, which yield one token at t_step(B, 0). With E_k the speedup above and τ
+its tokens per drafting step (τ(k), or 1 + k·α on a what-if surface), so that a drafting step costs τ /
+E_k plain steps, the speedup over the whole decode is
+
+    E = (f · τ + 1 − f) / (f · τ / E_k + 1 − f),
+
+which is E_k at f = 1 (a draft model drafts at every step but a request's last) and 1 at f = 0.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from specmeter import jsonsafe
 from specmeter.metrics.batch_surface import CostSurface, SurfacePoint, predict_speedup_batched, tau_by_k
 from specmeter.selection.whatif_surface import surface_e
 
-__all__ = ["CostsError", "predictor"]
+__all__ = ["CostsError", "drafting_share", "predictor", "with_plain_steps"]
 
 MS = 1000.0
 _MODEL_FREE = ("ngram", "ngram-simple", "ngram-map-k", "suffix")
@@ -114,6 +124,23 @@ def predictor(path: Path) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, A
     return predict
 
 
+def drafting_share(summary: Mapping[str, Any]) -> float:
+    """f = S / target forwards in decode: the share of steps at which the method proposed (1 without
+    the counts)."""
+    steps, forwards = summary.get("steps"), summary.get("target_forwards")
+    if isinstance(steps, int) and isinstance(forwards, int) and forwards > 0:
+        return min(1.0, steps / forwards)
+    return 1.0
+
+
+def with_plain_steps(e_k: float | None, tau: float | None, f: float) -> float | None:
+    """E over the whole decode when a share f of the steps draft (speedup E_k, τ tokens each) and the rest
+    are plain forwards (see the module docstring)."""
+    if e_k is None or tau is None or e_k <= 0:
+        return None
+    return (f * tau + 1.0 - f) / (f * tau / e_k + 1.0 - f)
+
+
 def _e(
     surface: CostSurface | None,
     whatif: Mapping[str, Any] | None,
@@ -122,6 +149,7 @@ def _e(
     k: int,
     batch: int,
 ) -> float | None:
+    f = drafting_share(summary)
     if surface is not None:
         cumulative = [p.get("cumulative") for p in summary.get("per_position") or []]
         tau = tau_by_k(cumulative, k).get(k)
@@ -130,10 +158,10 @@ def _e(
             s = CostSurface(
                 tuple(replace(p, step_s=p.step_s - p.draft_s, draft_s=0.0) for p in surface.points)
             )
-        return predict_speedup_batched(s, batch, k, tau)
+        return with_plain_steps(predict_speedup_batched(s, batch, k, tau), tau, f)
     assert whatif is not None
     alpha = summary.get("acceptance_rate")
     if not isinstance(alpha, (int, float)):
         return None
     found = surface_e(whatif, float(alpha), k, batch)
-    return None if found is None else found[0]
+    return None if found is None else with_plain_steps(found[0], 1.0 + k * float(alpha), f)
