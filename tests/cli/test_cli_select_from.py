@@ -320,6 +320,8 @@ def test_whatif_measures_at_the_replayed_rates_per_domain(tiny: Any, tmp_path: P
         (cell,) = [x for x in cells if x["rates"] == pytest.approx(want)]
         assert row["surface"][0]["e"] == pytest.approx(cell["e"])  # read at exactly that cell
     assert "today α" in r.output
+    report = _run("report", out, "--out", tmp_path / "w.html")  # the overlay rows read back
+    assert report.exit_code == 0, report.output
 
 
 def test_whatif_alpha_from_mistakes_are_one_line_before_any_model_loads(

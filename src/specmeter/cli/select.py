@@ -69,7 +69,7 @@ def select(
         typer.Option(
             "--costs",
             help="With --from: a tune --batch, bench --batch or whatif result; rank by predicted E per batch "
-            "size (without it: by τ, acceptance only).",
+            "size (without it: by tokens per step, acceptance only).",
         ),
     ] = None,
     batch: Annotated[

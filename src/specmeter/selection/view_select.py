@@ -2,8 +2,8 @@
 with danger flags, memory per draft, the recommendation. Works from the result dict alone.
 
 A ranking from a result file (``select --from``, ``selection.replay_analysis``: the section has ``basis``)
-shows the predicted E at every batch size of the cost surface, or τ alone, and the share of decode steps at
-which each method proposed; it has no intervals, no separation and no memory table.
+shows the predicted E at every batch size of the cost surface, or tokens per step alone, and the share of
+decode steps at which each method proposed; it has no intervals, no separation and no memory table.
 """
 
 from __future__ import annotations
@@ -148,7 +148,8 @@ def _source_line(s: Mapping[str, Any]) -> Text:
 
 
 def _ranking_from_result(s: Mapping[str, Any], console: Console) -> None:
-    """``select --from``'s ranking: by predicted E at one B (E at every B beside it), or by τ alone."""
+    """``select --from``'s ranking: by predicted E at one B (E at every B beside it), or by tokens per
+    step alone."""
     console.print(_source_line(s))
     costs = s.get("costs")
     batches = [str(b) for b in (costs or {}).get("batches") or []]
