@@ -265,6 +265,8 @@ def test_roi_takes_alpha_from_a_replay(replayed: Path, tmp_path: Path) -> None:
 
 
 def test_roi_alpha_from_mistakes_are_one_line(replayed: Path, tmp_path: Path) -> None:
+    # a replay result as RUN: it holds no measured speedup; the line says how to price it
+    assert_usage_error(_run("roi", replayed, *MONEY), "replay result", "--alpha-from")
     w, only4 = _whatif_file(tmp_path / "w.json"), _whatif_file(tmp_path / "w4.json", ks=(4,))
     base = ["roi", "--from-whatif", w, "--batch", 1, *MONEY]
     cases: list[tuple[list[object], tuple[str, ...]]] = [
@@ -294,8 +296,7 @@ def test_whatif_measures_at_the_replayed_rates_per_domain(tiny: Any, tmp_path: P
     out = tmp_path / "w.json"
     r = _run("whatif", "--target", tiny.target, "--draft", tiny.draft, "--prompts", bundled_prompts("smoke"),
              "--alpha-from", src, "--k", 2, "--batch", 1, "--limit", 2, "--max-tokens", 8,
-             "--cost-repeats", 1,
-             "--json", out, "--no-store")  # fmt: skip
+             "--cost-repeats", 1, "--overlay", src, "--json", out, "--no-store")  # fmt: skip
     assert r.exit_code == 0, r.output
     (c,) = read(src)["candidates"]
     domains = {"all": c["summary"], **c["by_category"]}
@@ -312,7 +313,11 @@ def test_whatif_measures_at_the_replayed_rates_per_domain(tiny: Any, tmp_path: P
     assert len(measured) == len(wanted)  # one cell per distinct profile (one batch size)
     for got, want in zip(measured, wanted, strict=True):
         assert list(got) == pytest.approx(list(want))
-    rows = {row["domain"]: row for row in s["overlay"]}
+    # --overlay with a replay result: its whole log (and categories) at its pooled α, acceptance only
+    (whole,) = [row for row in s["overlay"] if row["source"] == str(src)]
+    assert whole["alpha"] == pytest.approx(c["summary"]["acceptance_rate"]) and whole["measured_e"] is None
+    assert {row["domain"] for row in whole["categories"]} == set(c["by_category"])
+    rows = {row["domain"]: row for row in s["overlay"] if row["source"] != str(src)}
     assert set(rows) == set(rates)
     for name, want in rates.items():
         row = rows[name]

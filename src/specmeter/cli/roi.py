@@ -66,6 +66,10 @@ def pick_candidate(result: Mapping[str, Any], wanted: str | None) -> tuple[str, 
         if e is not None:
             measured.append((candidate_label(c), str(c.get("draft")), e))
     if not measured:
+        if result.get("kind") == "replay":
+            fail("a replay result holds acceptance, not a measured speedup: price it with --from-whatif W "
+                 "--alpha-from RESULT, or pass --speedup (select --from RESULT --costs predicts "
+                 "one)")  # fmt: skip
         fail("the run has no measured speedup (no baseline or no candidate finished); pass --speedup")
     if wanted is None:
         label, _, e = max(measured, key=lambda m: m[2])
