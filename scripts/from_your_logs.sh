@@ -55,3 +55,6 @@ specmeter drift --requests requests.jsonl --reference latest --slot draft-legal@
 
 specmeter replay --from requests.jsonl --target bundled:target --method ngram --method suffix --k 4 \
     --no-store --json replay.json
+
+# The replayed methods × k ranked per domain (acceptance only: no cost surface here).
+specmeter select --from replay.json --json select.json --quiet

@@ -169,9 +169,15 @@ def shared(
     return wrap
 
 
-def measuring_command(*, vllm: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """The measuring options (and the vLLM ones with ``vllm``), shared as :func:`shared` does."""
-    return shared(head=_HEAD, tail=(*_TAIL, *(_VLLM if vllm else ())))
+def measuring_command(
+    *, vllm: bool = True, optional_head: bool = False
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The measuring options (and the vLLM ones with ``vllm``), shared as :func:`shared` does.
+
+    ``optional_head``: ``--target`` and ``--prompts`` default to None, for a command that can also work
+    without a measurement (``select --from``) and says itself what it needs."""
+    head = tuple((name, kind, None) for name, kind, _ in _HEAD) if optional_head else _HEAD
+    return shared(head=head, tail=(*_TAIL, *(_VLLM if vllm else ())))
 
 
 def measure_config(options: dict[str, Any], **fields: Any) -> MeasureConfig:

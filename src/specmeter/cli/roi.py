@@ -66,6 +66,10 @@ def pick_candidate(result: Mapping[str, Any], wanted: str | None) -> tuple[str, 
         if e is not None:
             measured.append((candidate_label(c), str(c.get("draft")), e))
     if not measured:
+        if result.get("kind") == "replay":
+            fail("a replay result holds acceptance, not a measured speedup: price it with --from-whatif W "
+                 "--alpha-from RESULT, or pass --speedup (select --from RESULT --costs predicts "
+                 "one)")  # fmt: skip
         fail("the run has no measured speedup (no baseline or no candidate finished); pass --speedup")
     if wanted is None:
         label, _, e = max(measured, key=lambda m: m[2])
@@ -152,7 +156,7 @@ def roi_from_sweep(
 
 def roi_from_whatif(
     path: Path, inputs: Any, *, alpha: float | None, k: int | None, batch: int | None,
-    payback_months: float | None, json_out: Path | None, capacity: Any = None,
+    payback_months: float | None, json_out: Path | None, capacity: Any = None, alpha_from: Any = None,
 ) -> None:  # fmt: skip
     """``roi --from-whatif``: ``selection.whatif_roi`` answers, ``selection.view_whatif_roi`` prints."""
     from specmeter.report.files import write_json_atomic
@@ -166,7 +170,7 @@ def roi_from_whatif(
         base = parse_option(lambda ask: baseline_capacity(ask, sweep), capacity, ValueError)
     answer = parse_option(
         lambda s: price_whatif(s, path, inputs, alpha=alpha, k=k, batch=batch, payback_months=payback_months,
-                               capacity=capacity, base=base),
+                               capacity=capacity, base=base, alpha_from=alpha_from),
         section, ValueError,
     )  # fmt: skip
     render_whatif_roi(answer, console)
@@ -181,7 +185,7 @@ def roi(
         None, "--speedup", help="Use this speedup instead of a run's E_meas."
     ),
     candidate: str | None = typer.Option(
-        None, "--candidate", help="draft or draft@k (default: best E_meas)."
+        None, "--candidate", help="draft or draft@k (default: best E_meas); with --alpha-from, its candidate."
     ),
     monthly_tokens: str | None = typer.Option(
         None, "--monthly-tokens", help="Tokens served per month, e.g. 3B."
@@ -220,6 +224,12 @@ def roi(
         "with --traffic also whole instances at an assumed capacity of baseline × E.",
     ),
     alpha: float | None = typer.Option(None, "--alpha", help="--from-whatif: the α the draft would reach."),
+    alpha_from: Path | None = typer.Option(
+        None,
+        "--alpha-from",
+        help="--from-whatif: take α from a replay (or bench) result instead: --candidate's per-position "
+        "acceptance at its k (or --k).",
+    ),
     k: int | None = typer.Option(None, "--k", help="--from-whatif: this draft length (default: the best)."),
     batch: int | None = typer.Option(
         None,
@@ -248,8 +258,8 @@ def roi(
     from specmeter.store import StoreError, load_source
 
     store = options["store"]
-    whatif_only = {"--alpha": alpha, "--k": k, "--batch": batch, "--target-roi": target_roi,
-                   "--baseline-capacity": baseline_capacity}  # fmt: skip
+    whatif_only = {"--alpha": alpha, "--alpha-from": alpha_from, "--k": k, "--batch": batch,
+                   "--target-roi": target_roi, "--baseline-capacity": baseline_capacity}  # fmt: skip
     if from_whatif is None and any(v is not None for v in whatif_only.values()):
         fail(f"{', '.join(n for n, v in whatif_only.items() if v is not None)}: only with --from-whatif")
     if from_whatif is not None:
@@ -262,8 +272,15 @@ def roi(
         if traffic is not None and (from_sweep is None) == (baseline_capacity is None):
             fail("--traffic with --from-whatif needs the baseline's capacity: --from-sweep S.json or "
                  "--baseline-capacity REQ_PER_S (one of them)")  # fmt: skip
-        if alpha is None and target_roi is None:
-            fail("--from-whatif needs --alpha (the ROI at that α) or --target-roi MONTHS (the α paying back)")
+        if alpha is not None and alpha_from is not None:
+            fail("--alpha and --alpha-from: give one source of α")
+        if candidate is not None and alpha_from is None:
+            fail(
+                "--candidate with --from-whatif names the --alpha-from result's candidate: give --alpha-from"
+            )
+        if alpha is None and alpha_from is None and target_roi is None:
+            fail("--from-whatif needs --alpha (the ROI at that α; or --alpha-from RESULT) or --target-roi "
+                 "MONTHS (the α paying back)")  # fmt: skip
         by_tokens = traffic is None or monthly_tokens is not None or baseline_throughput is not None
         if baseline_price is None or (by_tokens and (monthly_tokens is None or baseline_throughput is None)):
             fail("--from-whatif needs --price-baseline, and --monthly-tokens with --baseline-throughput "
@@ -276,7 +293,19 @@ def roi(
         check_range("--baseline-capacity", baseline_capacity, low=0, low_open=True)
         check_range("--horizon-months", horizon_months, low=0, low_open=True)
         given = {"--from-whatif": from_whatif} | ({} if from_sweep is None else {"--from-sweep": from_sweep})
+        given |= {} if alpha_from is None else {"--alpha-from": alpha_from}
         check_outputs({"--json": json_out}, given)
+        alpha_source = None
+        if alpha_from is not None:
+            from specmeter.selection.acceptance_source import AcceptanceSourceError, read_source
+            from specmeter.selection.whatif_roi import alpha_from_source
+
+            try:
+                alpha, k, alpha_source = alpha_from_source(
+                    read_source(alpha_from, "--alpha-from"), candidate, k
+                )
+            except AcceptanceSourceError as e:
+                fail(str(e))
         inputs = None
         if by_tokens:
             assert monthly_tokens is not None and baseline_throughput is not None
@@ -293,7 +322,7 @@ def roi(
                 traffic, from_sweep, baseline_capacity, baseline_price, spec, cost, horizon_months
             )
         roi_from_whatif(from_whatif, inputs, alpha=alpha, k=k, batch=batch, payback_months=target_roi,
-                        json_out=json_out, capacity=ask)  # fmt: skip
+                        json_out=json_out, capacity=ask, alpha_from=alpha_source)  # fmt: skip
         return
     if from_sweep is not None:
         if (

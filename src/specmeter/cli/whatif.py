@@ -101,6 +101,18 @@ def whatif(
             "--at-alpha", help="Also read the overlay at this α (the rate a new draft would reach)."
         ),
     ] = None,
+    alpha_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--alpha-from",
+            help="A replay (or bench) result: measure at --candidate's per-position rates, one profile per "
+            "domain (and all together), each placed on the surface.",
+        ),
+    ] = None,
+    candidate: Annotated[
+        str | None,
+        typer.Option("--candidate", help="With --alpha-from: METHOD@k (default: the result's only one)."),
+    ] = None,
     *,
     options: dict[str, Any],
 ) -> None:
@@ -108,7 +120,7 @@ def whatif(
     lengths = [] if length is None else parse_float_list(length, "--length", low=1)
     alphas = (
         []
-        if (rates or lengths) and alpha == _list(WHATIF_ALPHAS)
+        if (rates or lengths or alpha_from is not None) and alpha == _list(WHATIF_ALPHAS)
         else parse_float_list(alpha, "--alpha", low=0, high=1)
     )
     profiles = [_rates(r) for r in rates or []]
@@ -125,7 +137,7 @@ def whatif(
         cfg = WhatifConfig(
             measure=cfg_measure, alphas=alphas, rates=profiles, lengths=lengths, batches=batches,
             overlay=overlay or [],
-            at_alpha=at_alpha,
+            at_alpha=at_alpha, alpha_from=alpha_from, candidate=candidate,
         )  # fmt: skip
     quiet = options["quiet"]
     with measure_errors():

@@ -90,8 +90,11 @@ class WhatifConfig:
     batches: Sequence[int] = WHATIF_BATCHES
     overlay: Sequence[Path] = ()
     at_alpha: float | None = None  # the α the overlay is also read at ("at α 0.65: 1.9× at B=1")
+    alpha_from: Path | None = None  # a replay (or bench) result: its candidate's rates per domain, measured
+    candidate: str | None = None  # the candidate of ``alpha_from`` (None: its only one)
     profiles: tuple[SyntheticProfile, ...] = field(init=False)
     overlays: tuple[tuple[str, Mapping[str, Any]], ...] = field(init=False)  # (path, validated JSON)
+    replayed: tuple[dict[str, Any], ...] = field(init=False)  # alpha_from's domains, as overlay points
 
     def __post_init__(self) -> None:
         from specmeter.measuring.config import BATCH_MAX
@@ -122,9 +125,14 @@ class WhatifConfig:
                     f"{','.join(map(str, self.measure.k))}"
                 )
             profiles.append(p)
+        replayed, points = self._replayed()
+        profiles += replayed
+        object.__setattr__(self, "replayed", tuple(points))
         lengths = tuple(sorted(set(self.lengths)))
-        if lengths and (alphas or self.rates):
-            raise MeasureError("--length: give mean acceptance lengths or --alpha/--rates, not both")
+        if lengths and (alphas or self.rates or replayed):
+            raise MeasureError(
+                "--length: give mean acceptance lengths or --alpha/--rates/--alpha-from, not both"
+            )
         for length in lengths:
             for k in self.measure.k:
                 try:
@@ -133,7 +141,9 @@ class WhatifConfig:
                     raise MeasureError(f"--length: {e}") from None
         object.__setattr__(self, "lengths", lengths)
         if not profiles:
-            raise MeasureError("--alpha/--rates/--length: give at least one acceptance rate or length")
+            raise MeasureError(
+                "--alpha/--rates/--length/--alpha-from: give at least one acceptance rate or length"
+            )
         object.__setattr__(self, "profiles", tuple(profiles))
         batches = tuple(sorted(set(self.batches)))
         if not batches:
@@ -154,8 +164,56 @@ class WhatifConfig:
 
     @property
     def inputs(self) -> dict[str, Path | Sequence[Path] | None]:
-        """Every file the run reads: the measuring inputs and the ``--overlay`` files."""
-        return {**self.measure.inputs, "--overlay": [Path(p) for p in self.overlay]}
+        """Every file the run reads: the measuring inputs, the ``--overlay`` files and ``--alpha-from``."""
+        return {
+            **self.measure.inputs,
+            "--overlay": [Path(p) for p in self.overlay],
+            "--alpha-from": self.alpha_from,
+        }
+
+    def _replayed(self) -> tuple[list[SyntheticProfile], list[dict[str, Any]]]:
+        """``--alpha-from``: per domain of the candidate (every category, and all of them together), its
+        unconditional per-position rates P_1 … P_k (vLLM's ``synthetic_acceptance_rates``) at every ``--k``
+        up to the candidate's own (the first positions' rates are those of a shorter k: docs/metrics.md,
+        "choosing k"), each with the overlay point that reads the surface at exactly that cell. A domain
+        whose rates stop short (a position no step reached) is left out."""
+        if self.alpha_from is None:
+            if self.candidate is not None:
+                raise MeasureError(
+                    "--candidate: names the candidate of --alpha-from RESULT; give --alpha-from"
+                )
+            return [], []
+        from specmeter.selection.acceptance_source import AcceptanceSourceError, read_source
+
+        try:
+            source = read_source(Path(self.alpha_from), "--alpha-from")
+            c = source.candidate(self.candidate)
+        except AcceptanceSourceError as e:
+            raise MeasureError(str(e)) from None
+        ks = [k for k in self.measure.k if k <= c.k]
+        if not ks:
+            raise MeasureError(
+                f"--alpha-from: {c.name} drafted to position {c.k}, short of --k "
+                f"{','.join(map(str, self.measure.k))}: give --k {c.k} (or a candidate with a longer k)"
+            )
+        domains = {"all": c.overall, **c.categories} if len(c.categories) != 1 else dict(c.categories)
+        profiles: dict[tuple[float, ...], SyntheticProfile] = {}
+        points: list[dict[str, Any]] = []
+        for k in ks:
+            for name, figures in domains.items():
+                rates = figures.rates(k)
+                if rates is None:
+                    continue
+                p = profiles.setdefault(tuple(rates), profile_from_rates(rates))
+                points.append({
+                    "source": f"{self.alpha_from} ({c.name})", "domain": name, "draft": c.draft, "k": k,
+                    "alpha": p.alpha, "measured_e": None, "requests": figures.requests,
+                })  # fmt: skip
+        if not points:
+            raise MeasureError(
+                f"--alpha-from: {c.name} in {self.alpha_from} has no per-position rates to position {ks[0]}"
+            )
+        return list(profiles.values()), points
 
 
 @dataclass
@@ -240,6 +298,8 @@ def _grid(cfg: WhatifConfig) -> dict[str, Any]:
         "batches": list(cfg.batches),
         "standin": cfg.measure.standin,
         "ignore_eos": True,
+        "alpha_from": None if cfg.alpha_from is None else str(cfg.alpha_from),
+        "candidate": cfg.candidate,
     }
 
 
@@ -353,7 +413,7 @@ def whatif_section(
     section["break_even"] = break_even(section)
     section["best_k"] = best_k(section)
     points = [pt for name, result in overlays for pt in overlay_points(result, name)]
-    section["overlay"] = overlay(section, points, at_alpha=cfg.at_alpha)
+    section["overlay"] = overlay(section, [*points, *cfg.replayed], at_alpha=cfg.at_alpha)
     return section
 
 

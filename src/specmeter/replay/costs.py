@@ -1,6 +1,6 @@
 """``--costs``: a predicted speedup per batch size from a measured cost surface and the replayed acceptance.
 
-Two sources:
+Three sources:
 
 - a **cost surface** t_step(B, k), from a ``tune --batch`` result (its ``batch.surface``) or a
   ``bench --batch`` result (``batch.surfaces``: the first draft's): E(B, k) = τ(k) · t_step(B, 0) /
@@ -16,6 +16,16 @@ Two sources:
   it accepts (the verify forward covers k + 1 positions either way), so only tokens per step change
   (docs/metrics.md, "Replay"). The step includes the swept drafter's proposing: for a model-free method,
   which proposes on the host, the figure is a lower bound. Rate levels have no batch size: left out.
+
+All three assume that every step drafts k. A method that proposes at only a share f = S / (target forwards
+in decode) of the steps (an n-gram lookup that finds no match, suffix decoding on text it has not seen) runs
+the rest as plain target forwards, which yield one token at t_step(B, 0). With E_k the speedup above and τ
+its tokens per drafting step (τ(k); 1 + k·α on a what-if surface), so that a drafting step costs τ / E_k
+plain steps, the speedup over the whole decode is
+
+    E = (f · τ + 1 − f) / (f · τ / E_k + 1 − f),
+
+which is E_k at f = 1 (a draft model drafts at every step but a request's last) and 1 at f = 0.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from specmeter import jsonsafe
 from specmeter.metrics.batch_surface import CostSurface, SurfacePoint, predict_speedup_batched, tau_by_k
 from specmeter.selection.whatif_surface import surface_e
 
-__all__ = ["CostsError", "predictor"]
+__all__ = ["CostsError", "drafting_share", "predictor", "with_plain_steps"]
 
 MS = 1000.0
 _MODEL_FREE = ("ngram", "ngram-simple", "ngram-map-k", "suffix")
@@ -125,6 +135,23 @@ def predictor(path: Path) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, A
     return predict
 
 
+def drafting_share(summary: Mapping[str, Any]) -> float:
+    """f = S / target forwards in decode: the share of steps at which the method proposed (1 without
+    the counts)."""
+    steps, forwards = summary.get("steps"), summary.get("target_forwards")
+    if isinstance(steps, int) and isinstance(forwards, int) and forwards > 0:
+        return min(1.0, steps / forwards)
+    return 1.0
+
+
+def with_plain_steps(e_k: float | None, tau: float | None, f: float) -> float | None:
+    """E over the whole decode when a share f of the steps draft (speedup E_k, τ tokens each) and the rest
+    are plain forwards (see the module docstring)."""
+    if e_k is None or tau is None or e_k <= 0:
+        return None
+    return (f * tau + 1.0 - f) / (f * tau / e_k + 1.0 - f)
+
+
 def _e(
     surface: CostSurface | None,
     whatif: Mapping[str, Any] | None,
@@ -133,6 +160,7 @@ def _e(
     k: int,
     batch: int,
 ) -> float | None:
+    f = drafting_share(summary)
     if surface is not None:
         cumulative = [p.get("cumulative") for p in summary.get("per_position") or []]
         tau = tau_by_k(cumulative, k).get(k)
@@ -141,13 +169,13 @@ def _e(
             s = CostSurface(
                 tuple(replace(p, step_s=p.step_s - p.draft_s, draft_s=0.0) for p in surface.points)
             )
-        return predict_speedup_batched(s, batch, k, tau)
+        return with_plain_steps(predict_speedup_batched(s, batch, k, tau), tau, f)
     assert whatif is not None
     alpha = summary.get("acceptance_rate")
     if not isinstance(alpha, (int, float)):
         return None
     found = surface_e(whatif, float(alpha), k, batch)
-    return None if found is None else found[0]
+    return None if found is None else with_plain_steps(found[0], 1.0 + k * float(alpha), f)
 
 
 def _sweep_cells(data: Any) -> list[Mapping[str, Any]]:
@@ -193,7 +221,8 @@ def _sweep_predictor(
             for b in batches:
                 cell = by_cell.get((b, k))
                 ok = cell is not None and isinstance(tau, (int, float))
-                e[str(b)] = float(cell["e_decode"]) * float(tau) / float(cell["tau"]) if ok else None  # type: ignore[index,arg-type]
+                e_k = float(cell["e_decode"]) * float(tau) / float(cell["tau"]) if ok else None  # type: ignore[index,arg-type]
+                e[str(b)] = with_plain_steps(e_k, tau, drafting_share(s))
             rows.append({"draft": c["draft"], "k": k, "e": e})
         return {"source": source, "batches": [str(b) for b in batches], "rows": rows, "note": note}
 

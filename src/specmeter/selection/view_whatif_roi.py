@@ -15,6 +15,15 @@ __all__ = ["render_whatif_roi"]
 
 def render_whatif_roi(w: WhatifRoi, console: Console) -> None:
     b = w.batch
+    if w.alpha_from is not None:
+        src = w.alpha_from
+        pooled = "—" if src["alpha_pooled"] is None else f"{src['alpha_pooled']:.3f}"
+        console.print(
+            f"α {src['alpha']:.3f} from {escape(src['candidate'])} in {escape(src['from'])} ({src['kind']}, "
+            f"{src['requests']} requests): the full-draft α of its per-position acceptance at k={src['k']}, "
+            f"(τ(k) − 1)/k; its pooled A/D is {pooled}",
+            soft_wrap=True,
+        )
     if w.point is not None:
         alpha, e, k_used = w.point["alpha"], w.point["speedup"], w.point["k"]
         if w.roi is not None:

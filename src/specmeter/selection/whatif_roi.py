@@ -31,9 +31,10 @@ from specmeter.economics.capacityroi import (
     sweep_baseline_capacity,
 )
 from specmeter.economics.roi import RoiInputs, RoiResult, compute_roi, speedup_for_payback
+from specmeter.selection.acceptance_source import AcceptanceSourceError, Source
 from specmeter.selection.whatif_surface import alpha_for_speedup, speedup_at
 
-__all__ = ["CapacityAsk", "WhatifRoi", "baseline_capacity", "price_whatif"]
+__all__ = ["CapacityAsk", "WhatifRoi", "alpha_from_source", "baseline_capacity", "price_whatif"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,35 @@ class WhatifRoi:
     ask: CapacityAsk | None
     base: SweepCapacity | None
     batch_from: str
+    alpha_from: dict[str, Any] | None = None  # --alpha-from: where α came from (alpha_from_source)
+
+
+def alpha_from_source(
+    source: Source, candidate: str | None, k: int | None
+) -> tuple[float, int, dict[str, Any]]:
+    """``--alpha-from``: (α, k, what it rests on) for ``candidate`` of a replay (or bench) result.
+
+    α is the full-draft α of the candidate's per-position acceptance at k — (τ(k) − 1) / k with τ(k) = 1 +
+    Σ_{i<k} P_i (``selection.acceptance_source``) — the α the what-if cells are measured at (every draft k
+    tokens long), not the pooled A/D, which steps near the token limit and steps that propose fewer tokens
+    pull away from it. k is the candidate's own, or a shorter one (``--k``): the rates of the first k
+    positions are those a run at that k would have (docs/metrics.md, "choosing k")."""
+    c = source.candidate(candidate)
+    k_read = c.k if k is None else k
+    alpha = c.overall.full_draft_alpha(k_read)
+    if alpha is None:
+        why = (
+            f"it drafted to position {c.k} only"
+            if k_read > c.k
+            else f"no step reached a position up to {k_read}"
+        )
+        raise AcceptanceSourceError(f"--alpha-from: {source.path}: {c.name} has no α at k = {k_read} ({why})")
+    facts = {
+        "from": str(source.path), "kind": source.kind, "candidate": c.name, "k": k_read, "alpha": alpha,
+        "alpha_pooled": c.overall.alpha, "tau": c.overall.tau(k_read), "requests": c.overall.requests,
+        "exact": source.exact,
+    }  # fmt: skip
+    return alpha, k_read, facts
 
 
 def baseline_capacity(ask: CapacityAsk, sweep: Mapping[str, Any] | None) -> SweepCapacity:
@@ -124,6 +154,7 @@ def price_whatif(
     payback_months: float | None,
     capacity: CapacityAsk | None = None,
     base: SweepCapacity | None = None,
+    alpha_from: dict[str, Any] | None = None,
 ) -> WhatifRoi:
     """The ROI at ``alpha`` and/or the α needed to pay back within ``payback_months``, on the what-if
     ``section`` read from ``path``.
@@ -133,10 +164,22 @@ def price_whatif(
     cannot answer.
     """
     b, batch_from = _batch(section, batch, path, None if base is None else base.baseline_load)
-    if k is not None and k not in {int(c["k"]) for c in section["cells"]}:
+    ks = sorted({int(c["k"]) for c in section["cells"]})
+    if k is not None and k not in ks:
+        if alpha_from is not None:
+            shorter = [m for m in ks if m < k]
+            how = (
+                f"give --k {shorter[-1]} (the first positions' rates)" if shorter else "replay at a k it has"
+            )
+            raise ValueError(
+                f"--alpha-from: {alpha_from['candidate']} read at k = {k}; {path} has no cells at k = {k} "
+                f"(k = {', '.join(map(str, ks))}): {how}"
+            )
         raise ValueError(f"--k {k}: {path} has no cells at k = {k}")
     fleet_ask = capacity if base is not None else None
     out: dict[str, Any] = {"source": str(path), "batch": b, "batch_from": batch_from}
+    if alpha_from is not None:
+        out["alpha_from"] = alpha_from
     if inputs is not None:
         out["inputs"] = dataclasses.asdict(inputs)
     point, how, roi, fleet = None, "", None, None
@@ -173,7 +216,7 @@ def price_whatif(
         out.setdefault("capacity", _capacity_facts(fleet_ask, base, b, batch_from))
         out["capacity"]["payback"] = fleet_payback.to_dict()
     return WhatifRoi(
-        out, b, alpha, point, how, roi, fleet, payback, fleet_payback, fleet_ask, base, batch_from
+        out, b, alpha, point, how, roi, fleet, payback, fleet_payback, fleet_ask, base, batch_from, alpha_from
     )
 
 

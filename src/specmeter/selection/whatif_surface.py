@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 MS = 1000.0
-_BATCH1_KINDS = ("bench", "select", "tune", "demo")
+_BATCH1_KINDS = ("bench", "select", "tune", "demo", "replay")  # replay: acceptance only, its E is null
 
 
 def _ci(interval: tuple[float, float] | None) -> list[float] | None:
