@@ -128,3 +128,30 @@ def test_a_failed_task_is_one_line_naming_the_shard() -> None:
     assert str(crash) == "--ray: shard 1/4 failed on the cluster (MemoryError: killed); nothing was written"
     died = _failed(RuntimeError("The worker died unexpectedly"), 0, 4)  # no cause: the error itself
     assert isinstance(died, ShardFailed) and "RuntimeError: The worker died unexpectedly" in str(died)
+
+
+def test_merge_writes_the_single_runs_csv(tiny: Any, log: Path, tmp_path: Path) -> None:
+    """`--merge … --csv` (what the Ray driver writes too): the single run's CSV, row for row."""
+    base = ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "suffix", "--k", "2",
+            "--no-store", "--quiet"]  # fmt: skip
+    single = tmp_path / "one.csv"
+    assert runner.invoke(app, [*base, "--csv", str(single)]).exit_code == 0
+    shards = [tmp_path / f"s{i}.json" for i in range(2)]
+    for i, path in enumerate(shards):
+        result = runner.invoke(app, [*base, "--shard", f"{i}/2", "--json", str(path)])
+        assert result.exit_code == 0, result.output
+    merged = tmp_path / "merged.csv"
+    args = [
+        "replay",
+        "--merge",
+        str(shards[1]),
+        "--merge",
+        str(shards[0]),
+        "--csv",
+        str(merged),
+        "--no-store",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert merged.read_text("utf-8") == single.read_text("utf-8")
+    assert len(single.read_text("utf-8").splitlines()) == 1 + 12

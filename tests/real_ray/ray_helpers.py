@@ -39,10 +39,14 @@ STARTUP_S = 120.0
 
 def env() -> dict[str, str]:
     """The environment of the head (its workers inherit it) and of the driver: this checkout's specmeter
-    first on the path, so a worker runs the code under test; no usage stats."""
+    first on the path, so a worker runs the code under test; no usage stats, no token authentication."""
     out = dict(os.environ)
     out["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), out.get("PYTHONPATH", "")) if p)
     out["RAY_USAGE_STATS_ENABLED"] = "0"
+    # Without it Ray 2.60 turns token authentication on for a `ray.init(address="local")` cluster and writes
+    # ~/.ray/auth_token, after which every `ray start` head wants the token, which a driver given an explicit
+    # address does not send: a test cluster on loopback runs without, and nothing is written under ~.
+    out["RAY_AUTH_MODE"] = "disabled"
     out.pop("RAY_ADDRESS", None)
     return out
 
