@@ -136,9 +136,10 @@ def ray_head() -> Iterator[Head]:
 
 
 def run_specmeter(
-    *args: str, timeout: float = 300, extra_env: dict[str, str] | None = None
+    *args: str, timeout: float = 300, extra_env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``specmeter ARGS`` as its own process (the Ray driver), this checkout's code."""
     return subprocess.run(
-        specmeter(*args), env={**env(), **(extra_env or {})}, capture_output=True, text=True, timeout=timeout
-    )
+        specmeter(*args), env={**env(), **(extra_env or {})}, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+    )  # fmt: skip

@@ -79,17 +79,16 @@ def test_shards_on_a_ray_cluster_equal_one_run(
 def test_auto_finds_the_cluster_in_ray_address_and_shards_default_to_its_cpus(
     tiny: Any, log: Path, head: Head, single: dict[str, Any], tmp_path: Path
 ) -> None:
-    out = tmp_path / "ray.json"
+    # The log by a path relative to the driver's working directory, which the workers read it from.
+    out, store = tmp_path / "ray.json", tmp_path / "runs.sqlite"
+    args = [log.name if a == str(log) else a for a in _base(tiny, log) if a != "--no-store"]
     done = run_specmeter(
-        *_base(tiny, log),
-        "--ray",
-        "auto",
-        "--json",
-        str(out),
-        "--quiet",
-        extra_env={"RAY_ADDRESS": head.address},
-    )
+        *args, "--ray", "auto", "--json", str(out), "--store", str(store), "--quiet",
+        extra_env={"RAY_ADDRESS": head.address}, cwd=log.parent,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text("utf-8"))["run"]["config"]["from"] == [log.name]
+    assert "recorded as run 1" in done.stderr and store.is_file()  # the merged run, as a single run is
     merged = json.loads(out.read_text("utf-8"))
     assert merged["candidates"] == single["candidates"]
     assert merged["run"]["config"]["merged"] == 2  # the head's --num-cpus 2

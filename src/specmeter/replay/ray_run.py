@@ -9,15 +9,18 @@ machine"). Nothing is merged or written until every shard has come back.
 Ray is an optional extra (``pip install 'specmeter[ray]'``), imported only inside these functions, so
 ``import specmeter`` never needs it. Every worker runs its own installed specmeter (Ray pickles
 :func:`replay_shard` by reference) and must read the log, ``--target`` and ``--rules`` at the driver's
-absolute paths: a shared filesystem, or the same files at the same paths on every node.
+paths (relative ones from the driver's working directory): a shared filesystem, or the same files at the
+same paths on every node.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -36,19 +39,37 @@ class ShardFailed(RuntimeError):
     """A shard's task died on the cluster (not a bad input): one line naming the shard; nothing written."""
 
 
-def replay_shard(cfg: ReplayConfig, index: int, count: int, version: str) -> dict[str, Any]:
+def replay_shard(
+    cfg: ReplayConfig, index: int, count: int, version: str, cwd: str | None = None
+) -> dict[str, Any]:
     """On a Ray worker: ``specmeter replay --shard index/count`` with ``cfg``'s log, methods and k (the
     tokenizer, and the weights for draft methods, opened there); the shard's result, rows included.
-    ``version`` is the driver's specmeter: a worker with another one refuses (its figures could differ)."""
+    ``version`` is the driver's specmeter: a worker with another one refuses (its figures could differ).
+    ``cwd`` is the driver's working directory: relative paths (the log, ``--target``, a draft directory)
+    are read from there when this node has it, else the checks name the path this node does not have."""
     if version != __version__:
         raise ReplayError(
             f"this worker has specmeter {__version__}, the driver {version}: install the same on every node"
         )
-    shard = dataclasses.replace(
-        cfg, shard=(index, count), ray=None, shards=None, json_out=None, csv_out=None, html_out=None
-    )
-    result, _ = replay_from(shard)
+    with _within(cwd):
+        shard = dataclasses.replace(
+            cfg, shard=(index, count), ray=None, shards=None, json_out=None, csv_out=None, html_out=None
+        )
+        result, _ = replay_from(shard)
     return result
+
+
+@contextlib.contextmanager
+def _within(directory: str | None) -> Iterator[None]:
+    """In ``directory`` while the task runs, when this node has it (a Ray worker runs one task at a time
+    and goes on to the next one: its working directory is put back)."""
+    before = os.getcwd()
+    if directory is not None and os.path.isdir(directory):
+        os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def _ray() -> ModuleType:
@@ -58,21 +79,6 @@ def _ray() -> ModuleType:
         raise ReplayError(f"--ray needs Ray, an optional extra: {INSTALL_HINT}") from None
     module: ModuleType = ray
     return module
-
-
-def _absolute(cfg: ReplayConfig) -> ReplayConfig:
-    """The config a worker gets: every input path absolute (a worker's working directory is not the
-    driver's), outputs none (the driver writes them)."""
-    return dataclasses.replace(
-        cfg,
-        sources=tuple(p.resolve() for p in cfg.sources),
-        target=cfg.target.resolve(),
-        rules=cfg.rules.resolve() if cfg.rules is not None else None,
-        costs=cfg.costs.resolve() if cfg.costs is not None else None,
-        json_out=None,
-        csv_out=None,
-        html_out=None,
-    )
 
 
 def _reachable(address: str) -> None:
@@ -134,13 +140,14 @@ def replay_on_ray(
     from specmeter.replay.costs import predictor
 
     predict = predictor(cfg.costs) if cfg.costs is not None else None
-    shard_cfg = _absolute(cfg)
+    shard_cfg = dataclasses.replace(cfg, json_out=None, csv_out=None, html_out=None)  # the driver writes
     _connect(ray, cfg.ray)
     results: dict[int, Mapping[str, Any]] = {}
     try:
         count = cfg.shard_count(float(ray.cluster_resources().get("CPU", 1)))
         task = ray.remote(num_cpus=1)(replay_shard)
-        refs = {task.remote(shard_cfg, i, count, __version__): i for i in range(count)}
+        cwd = os.getcwd()
+        refs = {task.remote(shard_cfg, i, count, __version__, cwd): i for i in range(count)}
         pending = list(refs)
         with reporter.task(f"shards on Ray ({cfg.ray})", count) as bar:
             while pending:
