@@ -8,6 +8,7 @@ Sizes fit a 2-core machine: 2 CPUs, a 200 MB object store, no dashboard, usage s
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,8 +67,8 @@ class Head:
     temp: Path  # Ray's temp dir for this head alone
 
 
-def _ours(temp: Path) -> list[psutil.Process]:
-    """Every live process whose command line names this head's temp dir (Ray passes it to each one)."""
+def ray_processes(temp: Path) -> list[psutil.Process]:
+    """Every live process whose command line names this Ray's temp dir (Ray passes it to each one)."""
     found = []
     for p in psutil.process_iter(["cmdline"]):
         try:
@@ -76,6 +77,18 @@ def _ours(temp: Path) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
+
+
+def outlived(temp: Path, wait_s: float = 15.0) -> list[str]:
+    """The processes of the Ray in ``temp`` still running ``wait_s`` after its driver ended, killed (a
+    ``local`` Ray is its driver's to stop: there should be none)."""
+    _, alive = psutil.wait_procs(ray_processes(temp), timeout=wait_s)
+    names = []
+    for p in alive:
+        with suppress(psutil.NoSuchProcess):
+            names.append(" ".join(p.cmdline()[:2]))
+            p.kill()
+    return names
 
 
 def _stop(proc: subprocess.Popen[bytes], temp: Path) -> list[str]:
@@ -88,13 +101,13 @@ def _stop(proc: subprocess.Popen[bytes], temp: Path) -> list[str]:
         family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
     except psutil.NoSuchProcess:
         family = []
-    family += [p for p in _ours(temp) if p not in family]
+    family += [p for p in ray_processes(temp) if p not in family]
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         with suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=30)
     _, alive = psutil.wait_procs(family, timeout=5)
-    alive += [p for p in _ours(temp) if p not in alive]
+    alive += [p for p in ray_processes(temp) if p not in alive]
     for p in alive:
         with suppress(psutil.NoSuchProcess):
             p.kill()
@@ -102,14 +115,32 @@ def _stop(proc: subprocess.Popen[bytes], temp: Path) -> list[str]:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-    left = [p for p in [*family, *_ours(temp)] if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = [
+        p for p in [*family, *ray_processes(temp)] if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    ]
     return [" ".join(p.cmdline()[:2]) for p in left]
+
+
+@contextmanager
+def short_temp_dir() -> Iterator[Path]:
+    """A temp dir for Ray under /tmp, removed after: short, as Ray's socket paths under it must fit 107
+    bytes (pytest's tmp_path is too long)."""
+    temp = Path(tempfile.mkdtemp(prefix="rayt", dir="/tmp"))
+    try:
+        yield temp
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @contextmanager
 def ray_head() -> Iterator[Head]:
     """A Ray head on 127.0.0.1 (free ports), 2 CPUs; yields once it runs, always stopped."""
-    temp = Path(tempfile.mkdtemp(prefix="rayt", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
+    with short_temp_dir() as temp, _head(temp) as head:
+        yield head
+
+
+@contextmanager
+def _head(temp: Path) -> Iterator[Head]:
     port = free_port()
     log = temp / "head.log"
     cmd = ray_cli(
@@ -131,7 +162,6 @@ def ray_head() -> Iterator[Head]:
         yield Head(f"127.0.0.1:{port}", temp)
     finally:
         left = _stop(proc, temp)
-        subprocess.run(["rm", "-rf", str(temp)], check=False)
         assert not left, f"Ray processes left running: {left}"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ray_helpers import Head, ray_head, run_specmeter
+from ray_helpers import Head, outlived, ray_head, run_specmeter, short_temp_dir
 from typer.testing import CliRunner
 
 from engine_helpers import free_port
@@ -127,9 +127,15 @@ def test_local_starts_a_ray_for_the_run_alone(
     tiny: Any, log: Path, single: dict[str, Any], tmp_path: Path
 ) -> None:
     out = tmp_path / "ray.json"
-    done = run_specmeter(*_base(tiny, log), "--ray", "local", "--shards", "2", "--json", str(out), "--quiet")
-    assert done.returncode == 0, done.stderr
-    assert json.loads(out.read_text("utf-8"))["candidates"] == single["candidates"]
+    with short_temp_dir() as temp:  # Ray's files go there, not to /tmp/ray; the processes end with the run
+        done = run_specmeter(
+            *_base(tiny, log), "--ray", "local", "--shards", "2", "--json", str(out), "--quiet",
+            extra_env={"RAY_TMPDIR": str(temp)},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert json.loads(out.read_text("utf-8"))["candidates"] == single["candidates"]
+        assert list(temp.glob("ray/session_*")), "Ray did not use RAY_TMPDIR"
+        assert not outlived(temp)
 
 
 def test_a_task_error_from_ray_becomes_one_line() -> None:
