@@ -7,7 +7,8 @@ TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 MODELS := src/specmeter/assets/models
 
-.PHONY: setup test test-slow test-vllm vllm-env test-prometheus prometheus-bin test-llamacpp llamacpp-env lint demo bench \
+.PHONY: setup test test-slow test-vllm vllm-env test-prometheus prometheus-bin test-llamacpp llamacpp-env test-ray ray-env \
+	lint demo bench \
 	models models-eagle browser clean
 
 setup: $(STAMP)
@@ -21,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 
 # Two workers (pytest-xdist) on the default suite, then the tests that observe the machine's CPU alone.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not slow and not serial and not vllm and not prometheus and not llamacpp"
+	$(BIN)/python -m pytest -q -n 2 -m "not slow and not serial and not vllm and not prometheus and not llamacpp and not ray"
 	$(BIN)/python -m pytest -q -m "serial and not slow"
 
 test-slow: $(STAMP)
@@ -122,6 +123,23 @@ $(LLAMACPP_STAMP): $(LLAMACPP_SERVER) $(LLAMACPP_GGUF)
 test-llamacpp: $(STAMP) $(LLAMACPP_STAMP)
 	SPECMETER_REQUIRE_REAL=1 LLAMACPP_SERVER=$(abspath $(LLAMACPP_SERVER)) LLAMACPP_MODELS=$(abspath $(LLAMACPP_MODELS)) \
 		$(BIN)/python -m pytest -q -m llamacpp tests/real_llamacpp
+
+# Ray, the optional extra for `replay --ray` (ray 2.60.0's 79 MB wheel and its few dependencies), goes into
+# .venv itself, as `pip install 'specmeter[ray]'` puts it beside specmeter for a user; the default suite
+# neither needs it nor minds it. The tests start a Ray head on loopback (2 CPUs, a 200 MB object store) in
+# a session of their own and always stop it (every process of it; `ray stop` is never called).
+RAY_STAMP := $(VENV)/.installed-ray
+
+ray-env: $(RAY_STAMP)
+
+$(RAY_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,ray]"
+	$(BIN)/python -c "import ray, specmeter"
+	touch $(RAY_STAMP)
+
+# replay --ray against a real Ray head: N shards merged equal one run (suffix and n-gram), the error cases.
+test-ray: $(RAY_STAMP)
+	SPECMETER_REQUIRE_REAL=1 $(BIN)/python -m pytest -q -m ray tests/real_ray
 
 # Debian's Chromium for the HTML report's rendering test (skipped when it is absent). Needs root and apt.
 browser:

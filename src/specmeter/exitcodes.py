@@ -76,6 +76,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         ("sweep",),
     ),
     ExitCode(EXIT_FAILED, "runs delete: not confirmed", ("runs",)),
+    ExitCode(EXIT_FAILED, "--ray: a shard's task failed on the cluster; nothing is written", ("replay",)),
     ExitCode(EXIT_CAVEATS, "usable with caveats", ("compat",)),
     ExitCode(
         EXIT_USAGE,

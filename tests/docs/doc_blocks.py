@@ -16,8 +16,8 @@ on the lines just before its opening fence (invisible on GitHub), in this gramma
       script PATH         the block summarises the script PATH (relative to the repository root): the slow
                           test runs PATH at its smoke size, and every specmeter command of the block must
                           appear in PATH with the same subcommand and options
-      needs NAME          needs vllm, llamacpp, prometheus or make (what CI runs as `make …`): skipped here,
-                          naming NAME; options checked as for check
+      needs NAME          needs vllm, llamacpp, prometheus, ray or make (what CI runs as `make …`): skipped
+                          here, naming NAME; options checked as for check
 
     DIRECTIVES (run only)
       smoke `OLD` => `NEW`   the documented smoke size: OLD (which must occur in the block) becomes NEW
@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SHELL_LANGS = frozenset({"sh", "bash", "shell", "console"})
 KINDS = ("run", "check", "script", "needs")
-NEEDS = ("vllm", "llamacpp", "prometheus", "make")
+NEEDS = ("vllm", "llamacpp", "prometheus", "ray", "make")
 
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)")
 _MARKER = re.compile(r"<!--\s*doc-test:(.*?)-->", re.S)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from specmeter.cli.common import RichReporter, check_outputs, console, err_console, fail, resolve_store
+from specmeter.exitcodes import EXIT_FAILED
 
 if TYPE_CHECKING:
     from specmeter.replay.run import Row
@@ -55,6 +56,15 @@ def replay(
         "--costs",
         help="A tune --batch, bench --batch, whatif or sweep result: predicted E per batch size.",
     ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        help="A Ray cluster's address (host:port, ray://host:port, auto, local): run the shards there as "
+        "tasks and merge them (pip install 'specmeter[ray]').",
+    ),
+    shards: int | None = typer.Option(
+        None, "--shards", help="With --ray: the number of shards (default: one per CPU of the cluster)."
+    ),
     merge: list[Path] = typer.Option(
         None, "--merge", help="Merge the --json results of shards 0…N-1 into the single run's figures."
     ),
@@ -71,11 +81,11 @@ def replay(
 
     outputs = {"--json": json_out, "--csv": csv_out, "--html": html_out}
     if merge:
-        if sources or methods:
-            fail("--merge takes shard results only (no --from or --method)")
-        check_outputs(outputs, {"--merge": list(merge)})
+        if sources or methods or ray is not None or shards is not None:
+            fail("--merge takes shard results only (no --from, --method, --ray or --shards)")
+        check_outputs(outputs, {"--merge": list(merge), "--costs": costs})
         try:
-            result, rows = merge_results(list(merge), json_out)
+            result, rows = merge_results(list(merge), json_out, csv_out, costs=costs)
         except ReplayError as e:
             fail(str(e))
         _finish(result, rows, html_out, resolve_store(store, no_store), quiet)
@@ -90,24 +100,30 @@ def replay(
             sources=tuple(sources), methods=tuple(methods or ()), ks=tuple(ks), target=target, fmt=fmt,
             category_field=category_field, rules=rules, model=model, warm=warm,
             shard=parse_shard(shard) if shard is not None else None, limit=limit, costs=costs,
-            json_out=json_out, csv_out=csv_out, html_out=html_out,
+            json_out=json_out, csv_out=csv_out, html_out=html_out, ray=ray, shards=shards,
         )  # fmt: skip
     except ReplayError as e:
         fail(str(e))
     if config.shard is not None and json_out is None:
         fail("--shard needs --json (the shard's result, for --merge)")
     check_outputs(outputs, {"--from": list(sources), "--rules": rules, "--costs": costs})
-    from specmeter.replay.costs import CostsError, predictor
-    from specmeter.replay.run import run_replay
-    from specmeter.replay.target import engine_proposers, open_checks
+    from specmeter.replay.costs import CostsError
+    from specmeter.replay.run import replay_from
 
+    reporter = RichReporter(err_console, quiet=quiet)
+    if config.ray is not None:
+        from specmeter.replay.ray_run import ShardFailed, replay_on_ray
+
+        try:
+            result, rows = replay_on_ray(config, reporter=reporter)
+        except (ReplayError, CostsError) as e:
+            fail(str(e))
+        except ShardFailed as e:
+            fail(str(e), EXIT_FAILED)
+        _finish(result, rows, html_out, resolve_store(store, no_store), quiet)
+        return
     try:
-        predict = predictor(costs) if costs is not None else None
-        checks = open_checks(config)
-        engine = engine_proposers(config)
-        result, replayed = run_replay(
-            config, checks, engine=engine, reporter=RichReporter(err_console, quiet=quiet), costs=predict
-        )
+        result, replayed = replay_from(config, reporter=reporter)
     except (ReplayError, CostsError) as e:
         fail(str(e))
     _finish(

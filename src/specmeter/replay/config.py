@@ -14,14 +14,22 @@ from typing import Any
 from specmeter.methods import DraftDir, MethodSpec, MethodSpecError, parse_candidate
 from specmeter.metrics.acceptance import K_MAX_LIMIT
 
-__all__ = ["ReplayConfig", "ReplayError", "parse_shard"]
+__all__ = ["MAX_SHARDS", "EmptyShard", "ReplayConfig", "ReplayError", "parse_shard"]
 
+# --shards' bound: every shard reads the whole log (and rebuilds suffix decoding's cache from it), so shards
+# beyond the cluster's CPUs only queue; 1024 is far past any cluster this is run on, and catches a typo.
+MAX_SHARDS = 1024
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 FORMATS = ("auto", "openai", "specmeter")
 
 
 class ReplayError(ValueError):
     """The replay cannot run as asked (a bad option or input); one line naming the option or the file."""
+
+
+class EmptyShard(ReplayError):
+    """``--shard i/N`` holds no request to measure: the log has fewer usable requests (after ``--warm``
+    and ``--limit``) than shards."""
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -57,6 +65,10 @@ class ReplayConfig:
     csv_out: Path | None = None
     html_out: Path | None = None
     store: Path | None = None
+    ray: str | None = (
+        None  # a Ray cluster's address (host:port, ray://host:port, auto, local): shards run there
+    )
+    shards: int | None = None  # with ray: the shard count; None: one per CPU of the cluster (shard_count)
     parsed: tuple[MethodSpec | DraftDir, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -98,11 +110,33 @@ class ReplayConfig:
             raise ReplayError(f"--costs: {self.costs} is not a file")
         if self.rules is not None and not self.rules.is_file():
             raise ReplayError(f"--rules: {self.rules} is not a file")
+        if self.ray is not None:
+            if not self.ray.strip():
+                raise ReplayError(
+                    "--ray: give the cluster's address (host:port, ray://host:port, auto or local)"
+                )
+            if self.shard is not None:
+                raise ReplayError(
+                    "--ray runs every shard itself: drop --shard (or drop --ray and run --shard i/N in each "
+                    "process)"
+                )
+        if self.shards is not None:
+            if self.ray is None:
+                raise ReplayError("--shards needs --ray (without Ray, run --shard i/N in each process)")
+            if not 1 <= self.shards <= MAX_SHARDS:
+                raise ReplayError(f"--shards must be in 1..{MAX_SHARDS}, got {self.shards}")
 
     @property
     def needs_model(self) -> bool:
         """Whether a method runs a model (a draft directory, ``layers:n``): the target's weights load."""
         return any(isinstance(p, DraftDir) or p.method not in _MODEL_FREE for p in self.parsed)
+
+    def shard_count(self, cluster_cpus: float) -> int:
+        """How many shards ``--ray`` runs: ``--shards``, else one per CPU of the cluster (at least 1, at
+        most :data:`MAX_SHARDS`)."""
+        if self.shards is not None:
+            return self.shards
+        return min(MAX_SHARDS, max(1, int(cluster_cpus)))
 
     @property
     def model_name(self) -> str:

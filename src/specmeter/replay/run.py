@@ -30,7 +30,7 @@ from specmeter.measuring.progress import Reporter, Silent
 from specmeter.methods import DraftDir, MethodSpec
 from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord, StepRecord, run_label
 from specmeter.metrics.summary import MODEL_FILE_KEYS, danger_zone, summarize, summarize_by_category
-from specmeter.replay.config import ReplayConfig, ReplayError
+from specmeter.replay.config import EmptyShard, ReplayConfig, ReplayError
 from specmeter.replay.logs import NoResponses, iter_log, log_files
 from specmeter.replay.proposers import ReplayProposer, replay_proposer
 from specmeter.replay.tokens import Prepared, TokenChecks, prepare
@@ -42,6 +42,8 @@ __all__ = [
     "Row",
     "figures",
     "merge_results",
+    "merge_shards",
+    "replay_from",
     "replay_log",
     "run_replay",
 ]
@@ -398,6 +400,19 @@ def store_rows(
     ]
 
 
+def replay_from(cfg: ReplayConfig, *, reporter: Reporter | None = None) -> tuple[dict[str, Any], Replayed]:
+    """Everything ``specmeter replay`` does with a config, one ``--shard`` included (a Ray worker runs
+    exactly this): ``--costs`` read, ``--target``'s tokenizer (and weights, for the draft methods) opened,
+    the log replayed, the result file and CSV written. Raises :class:`ReplayError` or ``CostsError``."""
+    from specmeter.replay.costs import predictor
+    from specmeter.replay.target import engine_proposers, open_checks
+
+    predict = predictor(cfg.costs) if cfg.costs is not None else None
+    checks = open_checks(cfg)
+    engine = engine_proposers(cfg)
+    return run_replay(cfg, checks, engine=engine, reporter=reporter, costs=predict)
+
+
 def run_replay(
     cfg: ReplayConfig,
     checks: TokenChecks,
@@ -409,7 +424,7 @@ def run_replay(
     """Replay, then write the result file, CSV and the store's run; the result as a dict."""
     replayed = replay_log(cfg, checks, engine=engine, reporter=reporter)
     if replayed.tally.measured == 0:
-        raise ReplayError(_nothing(cfg, replayed.tally))
+        raise _nothing(cfg, replayed.tally)
     result = build_result(cfg, replayed, costs=costs)
     result.finish()
     if cfg.csv_out is not None:
@@ -417,25 +432,27 @@ def run_replay(
     return result.to_dict(), replayed
 
 
-def _nothing(cfg: ReplayConfig, t: LogTally) -> str:
+def _nothing(cfg: ReplayConfig, t: LogTally) -> ReplayError:
     where = ", ".join(str(s) for s in cfg.sources)
     if t.flags.get("other_model") and t.models:
         names = ", ".join(sorted(t.models))
-        return (
+        return ReplayError(
             f"{where}: no request of model {cfg.model_name!r} to replay (the log names {names}); "
             "--model NAME picks the model whose requests to replay"
         )
     if t.usable and t.usable <= cfg.warm:
-        return (
+        return ReplayError(
             f"{where}: all {t.usable} usable requests are within --warm {cfg.warm}: nothing left to measure"
         )
     if t.usable:
         return (
-            f"{where}: no usable request falls in --shard {cfg.shard[0]}/{cfg.shard[1]}"
+            EmptyShard(f"{where}: no usable request falls in --shard {cfg.shard[0]}/{cfg.shard[1]}")
             if cfg.shard
-            else (f"{where}: nothing to replay")
+            else ReplayError(f"{where}: nothing to replay")
         )
-    return f"{where}: no usable request ({t.problem_count} bad lines, {sum(t.flags.values())} set aside)"
+    return ReplayError(
+        f"{where}: no usable request ({t.problem_count} bad lines, {sum(t.flags.values())} set aside)"
+    )
 
 
 # ------------------------------------------------------------------------------------------- merge
@@ -468,18 +485,56 @@ _SHARD_FREE = ("shard",)
 
 
 def merge_results(
-    paths: Sequence[Path], json_out: Path | None
+    paths: Sequence[Path], json_out: Path | None, csv_out: Path | None = None, costs: Path | None = None
 ) -> tuple[dict[str, Any], dict[tuple[str, int], list[Row]]]:
-    """The single run's result from the results of shards 0 … N-1 of one replay (same log, methods, k)."""
-    shards = [(p, _read_shard(p)) for p in paths]
+    """The single run's result from the result files of shards 0 … N-1 of one replay (same log, methods,
+    k); ``--csv`` written from the merged rows too. The predicted speedups are computed again from the
+    merged figures, with ``costs`` or else the cost file the shards were run with (a shard's own figures
+    are not the run's)."""
+    from specmeter.replay.costs import CostsError, predictor
+
+    shards = [(str(p), _read_shard(p)) for p in paths]
+    recorded = shards[0][1]["run"]["config"].get("costs") if shards else None
+    source = costs if costs is not None else (Path(recorded) if isinstance(recorded, str) else None)
+    predict = None
+    if source is not None:
+        if not source.is_file():
+            raise ReplayError(
+                f"--merge: the shards were priced with --costs {source}, which is not a file here: "
+                "give --costs FILE"
+            )
+        try:
+            predict = predictor(source)
+        except CostsError as e:
+            raise ReplayError(str(e)) from None
+    config = None
+    if costs is not None and shards:
+        first = shards[0][1]["run"]["config"]
+        config = {k: v for k, v in first.items() if k not in _SHARD_FREE}
+        config.update(shard=None, merged=len(shards), costs=str(costs))
+    return merge_shards(shards, json_out, csv_out, config=config, costs=predict)
+
+
+def merge_shards(
+    shards: Sequence[tuple[str, Mapping[str, Any]]],
+    json_out: Path | None,
+    csv_out: Path | None = None,
+    *,
+    config: Mapping[str, Any] | None = None,
+    costs: Callable[[Sequence[Mapping[str, Any]]], Any] | None = None,
+) -> tuple[dict[str, Any], dict[tuple[str, int], list[Row]]]:
+    """The single run's result from the results of shards 0 … N-1 of one replay, each named by where it
+    came from (a file, a Ray task). ``config`` replaces the first shard's as the merged run's
+    ``run.config``; ``costs`` recomputes the predicted costs from the merged figures (else the first
+    shard's are kept)."""
     first_path, first = shards[0]
     count = int(first["replay"]["shard"]["count"])
-    config = {k: v for k, v in first["run"]["config"].items() if k not in _SHARD_FREE}
-    seen: dict[int, Path] = {}
+    shard_config = {k: v for k, v in first["run"]["config"].items() if k not in _SHARD_FREE}
+    seen: dict[int, str] = {}
     for path, data in shards:
         other = {k: v for k, v in data["run"]["config"].items() if k not in _SHARD_FREE}
-        if other != config:
-            diff = sorted(k for k in set(other) | set(config) if other.get(k) != config.get(k))
+        if other != shard_config:
+            diff = sorted(k for k in set(other) | set(shard_config) if other.get(k) != shard_config.get(k))
             raise ReplayError(
                 f"--merge: {path} is a shard of another replay than {first_path} "
                 f"(differs in {', '.join(diff)})"
@@ -507,20 +562,25 @@ def merge_results(
     log = dict(first["replay"]["log"])  # every shard read the whole log: its counts are the log's
     measured = sum(int(d["replay"]["log"]["measured"]) for _, d in shards)
     log.update(measured=measured, other_shards=0)
-    result = ResultFile(json_out, kind="replay", config={**config, "shard": None, "merged": len(shards)})
+    merged_config = (
+        dict(config) if config is not None else {**shard_config, "shard": None, "merged": len(shards)}
+    )
+    result = ResultFile(json_out, kind="replay", config=merged_config)
     result.set_models(first["run"]["models"]["target"])
-    candidates = figures(rows, str(config.get("model")))
+    candidates = figures(rows, str(shard_config.get("model")))
     for c in candidates:
         result.add_candidate(c["draft"], c["k"], c["summary"], c["by_category"], method=c["draft"])
     section = {
         "log": log,
         "exact": first["replay"].get("exact"),
         "past_end": {f"{c['draft']}@k={c['k']}": c["past_end"] for c in candidates},
-        "costs": first["replay"].get("costs"),
+        "costs": costs(candidates) if costs is not None else first["replay"].get("costs"),
         "merged_from": [
             str(p) for p, _ in sorted(shards, key=lambda s: int(s[1]["replay"]["shard"]["index"]))
         ],
     }
     result.set_section("replay", section)
     result.finish()
+    if csv_out is not None:
+        write_csv(csv_out, rows)
     return result.to_dict(), rows
