@@ -248,113 +248,40 @@ class SuffixReplay:
 
 class EngineProposer:
     """Any ``engine.proposers.proposer.Proposer`` (a draft model, ``layers:n``, an EAGLE head) driven for one
-    row, greedily, as ``engine.speculative.speculative_decode`` drives it.
-
-    A draft model or ``layers:n`` runs alone: its forwards over the logged context, argmax drafts (what
-    vLLM's drafters propose), never the target. An EAGLE head (``reads_hidden``) drafts from the target's
-    hidden states, which no log holds, so ``target`` is then run as the live loop runs it for the states and
-    nothing else: the prefill over the prompt, then at every step one forward over the catch-up token and
-    the step's whole draft, of which the head observes the catch-up's and the accepted drafts' states (the
-    same forwards with the same tokens as live, so the same numbers; their logits are not used, the log
-    says which token came). That costs the target's forwards of the live run, not a prefill of the log.
-    The vocabulary is the one the live loop shares between the two, min(target's, proposer's). A draft that
-    samples at temperature > 0 is not replayed this way (docs/metrics.md, "Replay": which estimator a
-    sampled draft would need, and its bias).
+    row, greedily, as the live loop drives it: ``engine.speculative.KnownContinuation`` over the logged
+    tokens. A draft model or ``layers:n`` runs alone: its forwards over the logged context, argmax drafts
+    (what vLLM's drafters propose), never the target. An EAGLE head drafts from the target's hidden states,
+    which no log holds: the target then runs the live loop's forwards for them (the prefill, and at each
+    step the catch-up token with the whole draft), which costs what the live run's target forwards cost. A
+    draft that samples at temperature > 0 is not replayed this way (docs/metrics.md, "Replay": which
+    estimator a sampled draft would need, and its bias).
     """
 
     learns = False
 
-    def __init__(self, proposer: Any, capacity: Callable[[], int], vocab: int, target: Any = None) -> None:
-        self.proposer = proposer
-        self.name = str(proposer.name)
+    def __init__(self, row: Any, name: str, capacity: Callable[[], int]) -> None:
+        self.row = row  # an engine.speculative.KnownContinuation
+        self.name = name
         self._capacity = capacity
-        own = getattr(proposer, "vocab_size", None)
-        self._vocab = vocab if own is None else min(vocab, int(own))
-        self._target = target if getattr(proposer, "reads_hidden", False) else None
-        if getattr(proposer, "reads_hidden", False) and target is None:
-            raise ValueError(f"{self.name}: reads the target's hidden states; give the target")
-        self._seq: list[int] = []
-        self._draft: list[int] = []
-        self._prefilled = False
 
     def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
-        with _inference():
-            self._begin(prompt, capacity)
-
-    def _begin(self, prompt: Sequence[int], capacity: int) -> None:
         # The live loop's cache size: a model's numbers can depend on it (the reduction over its cache).
-        capacity = capacity or self._capacity()
-        target = self._target
-        if target is not None:
-            target.reset(capacity)
-        self.proposer.open(1, capacity, self._vocab, batched=False)  # before the prefill: EAGLE's capture
-        if target is not None:
-            self._forward(list(prompt))
-        self.proposer.start(0, [list(prompt)])
-        if target is not None:
-            self._observe(None)
-        self._seq, self._draft, self._prefilled = list(prompt), [], False
-
-    def _forward(self, feed: list[int]) -> None:
-        import torch
-
-        self._target.forward(torch.tensor(feed, dtype=torch.long, device=self._target.device))
-
-    def _observe(self, count: int | None) -> None:
-        from specmeter.engine.base import hidden_states
-
-        states = hidden_states(self._target)
-        self.proposer.observe(0, states if count is None else states[:count])
+        self.row.begin(prompt, capacity or self._capacity())
 
     def propose(self, context: Sequence[int], d: int) -> list[int]:
-        if d <= 0:
-            return []
-        from specmeter.engine.sampling import SamplingParams
-
-        with _inference():
-            drafts = self.proposer.propose([list(context)], [d], [SamplingParams()], [None])
-        self._draft = [int(t) for t in drafts.rows[0].tokens]
-        return list(self._draft)
+        return list(self.row.propose(context, d))
 
     def commit(self, tokens: Sequence[int]) -> None:
-        with _inference():
-            self._commit([int(t) for t in tokens])
-
-    def _commit(self, new: list[int]) -> None:
-        if self._target is not None and self._prefilled:
-            # The step's verification forward, as live: the cache rolled back to the committed sequence
-            # but its last token, then the catch-up and the whole draft; the head sees the catch-up's and
-            # the accepted drafts' states (the accepted drafts are the committed tokens' common prefix
-            # with the draft: the bonus token differs from the draft token it replaces).
-            target, y = self._target, self._draft
-            target.rollback(min(target.length, len(self._seq) - 1))
-            feed = self._seq[target.length :] + y
-            self._forward(feed)
-            accepted = 0
-            while accepted < min(len(y), len(new)) and y[accepted] == new[accepted]:
-                accepted += 1
-            self._observe(len(feed) - len(y) + accepted)
-        self._prefilled = True
-        self._seq.extend(new)
-        self._draft = []
-        self.proposer.commit(0, new)
+        self.row.commit(tokens)
 
     def end(self) -> None:
-        with _inference():
-            self.proposer.finish(0)
+        self.row.end()
 
     def absorb(self, prompt: Sequence[int], response: Sequence[int]) -> None:
         """Nothing: a draft model learns nothing across requests."""
 
     def forwards(self, d: int) -> int:
         return d
-
-
-def _inference() -> Any:
-    """torch's inference mode, as the live loop runs every proposer call (no autograd records)."""
-    import torch
-
-    return torch.inference_mode()
 
 
 def replay_proposer(spec: MethodSpec, engine: Callable[[MethodSpec], Any] | None = None) -> ReplayProposer:

@@ -4,8 +4,8 @@ Model-free methods need the tokenizer only (a directory with just the tokenizer 
 model directory, ``layers:n`` and ``eagle:head=DIR`` need the engine: the target loads (for ``layers:n``,
 whose draft is the target's own first layers; for a draft, to check the tokenizers match; for an EAGLE
 head, whose drafts read the target's hidden states: the target then runs the live loop's forwards over the
-logged tokens, :class:`~specmeter.replay.proposers.EngineProposer`), and each proposer forwards over the
-logged tokens. The engine imports torch; it is imported only here, and only then.
+logged tokens, ``engine.speculative.KnownContinuation``), and each proposer forwards over the logged
+tokens. The engine imports torch; it is imported only here, and only then.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], Rep
         return None
     from specmeter.engine.loader import load_model
     from specmeter.engine.proposers.candidate import MethodNotRunnable, make_proposer
+    from specmeter.engine.speculative import KnownContinuation
 
     try:
         target = load_model(cfg.target)
@@ -61,6 +62,6 @@ def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], Rep
             proposer = make_proposer(parsed if isinstance(parsed, MethodSpec) else parsed.path, target)
         except (MethodNotRunnable, ModelDirError) as e:
             raise ReplayError(f"--method: {e}") from None
-        return EngineProposer(proposer, lambda: capacity, target.model.vocab_size, target.model)
+        return EngineProposer(KnownContinuation(proposer, target.model), str(proposer.name), lambda: capacity)
 
     return build
