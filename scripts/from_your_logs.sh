@@ -53,8 +53,10 @@ specmeter monitor --requests requests.jsonl --interval 1d --once --history monit
 specmeter drift --requests requests.jsonl --reference latest --slot draft-legal@k=4 \
     --min-requests "$MIN_REQUESTS" --json drift.json
 
-specmeter replay --from requests.jsonl --target bundled:target --method ngram --method suffix --k 4 \
-    --no-store --json replay.json
+# 7. What the served draft, n-gram lookups and suffix decoding accept on the same log, without the target
+#    running (the draft's figures equal what serve logged: README's "Replay").
+specmeter replay --from requests.jsonl --target bundled:target --method bundled:draft-legal --method ngram \
+    --method suffix --k 4 --no-store --json replay.json
 
 # The replayed methods × k ranked per domain (acceptance only: no cost surface here).
 specmeter select --from replay.json --json select.json --quiet

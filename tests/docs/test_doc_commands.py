@@ -338,8 +338,15 @@ def test_from_your_logs_script(tmp_path: Path) -> None:
         assert row["before"] is not None and row["after"] is not None
     # The same log replayed: every logged request the target produced, per domain, per method.
     replayed = json.loads((out / "replay.json").read_text(encoding="utf-8"))
-    assert [c["draft"] for c in replayed["candidates"]] == ["ngram:min=5,max=5", "suffix"]
+    assert [c["draft"] for c in replayed["candidates"]] == ["draft-legal", "ngram:min=5,max=5", "suffix"]
     assert replayed["replay"]["log"]["measured"] == len(logged)
     for c in replayed["candidates"]:
         assert 0 <= c["summary"]["accepted_tokens"] <= c["summary"]["drafted_tokens"]
         assert {cat.split("/")[0] for cat in c["by_category"]} == {"legal", "general"}
+    # The served draft replayed gives what serve logged (docs/replay.md: drafted and steps exactly; accepted
+    # too, short by at most k - 1 in each step whose draft matched through the response's EOS and went on).
+    served, s = replayed["candidates"][0], replayed["candidates"][0]["summary"]
+    past_end = replayed["replay"]["past_end"]["draft-legal@k=4"]
+    live = [sum(int(r[key]) for r in logged) for key in ("accepted_tokens", "drafted_tokens", "steps")]
+    assert [s["drafted_tokens"], s["steps"]] == live[1:] and live[1] > 0, (served, live)
+    assert 0 <= live[0] - s["accepted_tokens"] <= 3 * past_end, (live, s["accepted_tokens"], past_end)

@@ -5,7 +5,8 @@ proposes up to
 d tokens, the target scores all d+1 positions in one forward, the verifier decides how many survive, and
 the target's KV cache (and the draft model's) is rolled back to the committed sequence. With no proposer
 (or d = 0) the same loop is plain target-only decoding, so the baseline shares every line of code and
-every overhead with the speculative run it is compared with.
+every overhead with the speculative run it is compared with. :class:`KnownContinuation` drives a
+proposer the same way over tokens known in advance (a logged response, ``specmeter replay``).
 """
 
 from __future__ import annotations
@@ -168,3 +169,75 @@ def speculative_decode(
         prefill_s=t_first,
         finish_reason=reason,
     )
+
+
+class KnownContinuation:
+    """One proposer driven for one row as :func:`speculative_decode` drives it, when the committed tokens
+    are known in advance (a logged response: ``specmeter replay``): greedy proposals, and the target's
+    forwards only for a proposer that reads the target's hidden states (an EAGLE head).
+
+    Such a proposer sees what the live loop would show it: the prefill's states of the prompt, then at each
+    step one target forward over the catch-up token and the step's whole draft, of which it observes the
+    catch-up's and the accepted drafts' states — the same forwards on the same tokens as live, so the same
+    numbers. Their logits are not used: the caller knows which token came. Any other proposer (a draft
+    model, ``layers:n``) runs alone. The vocabulary is the live loop's, min(target's, proposer's).
+
+    Call ``begin(prompt, capacity)``, then per step ``propose(context, d)`` (or nothing, for a step with
+    no draft) and ``commit(tokens)`` (the prefill's token first; each step's accepted drafts and the next
+    token, cut at EOS), then ``end()``.
+    """
+
+    def __init__(self, proposer: Proposer, target: CausalLM) -> None:
+        self.proposer = proposer
+        self.target = target if proposer.reads_hidden else None
+        vocab = target.vocab_size
+        self.vocab = vocab if proposer.vocab_size is None else min(vocab, proposer.vocab_size)
+        self._seq: list[int] = []
+        self._draft: list[int] = []
+        self._prefilled = False
+
+    def begin(self, prompt: Sequence[int], capacity: int) -> None:
+        target = self.target
+        with torch.inference_mode():
+            if target is not None:
+                target.reset(capacity)
+            self.proposer.open(1, capacity, self.vocab, batched=False)  # before the prefill: EAGLE's capture
+            if target is not None:
+                target.forward(torch.tensor(list(prompt), dtype=torch.long, device=target.device))
+            self.proposer.start(0, [list(prompt)])
+            if target is not None:
+                self.proposer.observe(0, hidden_states(target))
+        self._seq, self._draft, self._prefilled = [int(t) for t in prompt], [], False
+
+    def propose(self, context: Sequence[int], d: int) -> list[int]:
+        """At most ``d`` greedy draft tokens after ``context`` (the committed sequence)."""
+        if d <= 0:
+            return []
+        with torch.inference_mode():
+            drafts = self.proposer.propose([list(context)], [d], [SamplingParams()], [None])
+        self._draft = [int(t) for t in drafts.rows[0].tokens]
+        return list(self._draft)
+
+    def commit(self, tokens: Sequence[int]) -> None:
+        new = [int(t) for t in tokens]
+        target, y = self.target, self._draft
+        with torch.inference_mode():
+            if target is not None and self._prefilled:
+                # The step's verification forward: the cache rolled back to the committed sequence but its
+                # last token, then the catch-up and the whole draft. The accepted drafts are the committed
+                # tokens' common prefix with the draft (the next token differs from the draft's there).
+                target.rollback(min(target.length, len(self._seq) - 1))
+                feed = self._seq[target.length :] + y
+                target.forward(torch.tensor(feed, dtype=torch.long, device=target.device))
+                accepted = 0
+                while accepted < min(len(y), len(new)) and y[accepted] == new[accepted]:
+                    accepted += 1
+                self.proposer.observe(0, hidden_states(target)[: len(feed) - len(y) + accepted])
+            self.proposer.commit(0, new)
+        self._prefilled = True
+        self._seq.extend(new)
+        self._draft = []
+
+    def end(self) -> None:
+        with torch.inference_mode():
+            self.proposer.finish(0)

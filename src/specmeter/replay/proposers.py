@@ -9,11 +9,10 @@ step costs O(max_n - min_n + 1) dictionary look-ups; the drafts are the engine's
 
 Suffix decoding keeps ArcticInference's cache (``engine.proposers.suffix.SuffixCache``, the port already
 checked
-against the native extension) and drives it as ``engine.proposers.suffix.SuffixProposer`` does. Draft models
-and
-self-speculation (``layers:n``) run through ``engine.proposers.candidate.make_proposer``
-(:class:`EngineProposer`):
-the proposer alone, forwarding over the logged response, never the target.
+against the native extension) and drives it as ``engine.proposers.suffix.SuffixProposer`` does. Draft models,
+self-speculation (``layers:n``) and EAGLE heads run through ``engine.proposers.candidate.make_proposer``
+(:class:`EngineProposer`): the proposer alone, forwarding over the logged response, and for an EAGLE head
+the target's forwards that give it the hidden states it reads.
 
 This module imports no torch; the suffix cache and the engine proposers import it when they are built.
 """
@@ -248,39 +247,35 @@ class SuffixReplay:
 
 
 class EngineProposer:
-    """Any ``engine.proposers.proposer.Proposer`` (a draft model, ``layers:n``) driven for one row, greedily.
-
-    The proposer alone runs: its forwards over the logged context, argmax drafts (what vLLM's drafters
-    propose), never the target. A draft that samples at temperature > 0 is not replayed this way
-    (docs/metrics.md, "Replay": which estimator a sampled draft would need, and its bias).
+    """Any ``engine.proposers.proposer.Proposer`` (a draft model, ``layers:n``, an EAGLE head) driven for one
+    row, greedily, as the live loop drives it: ``engine.speculative.KnownContinuation`` over the logged
+    tokens. A draft model or ``layers:n`` runs alone: its forwards over the logged context, argmax drafts
+    (what vLLM's drafters propose), never the target. An EAGLE head drafts from the target's hidden states,
+    which no log holds: the target then runs the live loop's forwards for them (the prefill, and at each
+    step the catch-up token with the whole draft), which costs what the live run's target forwards cost. A
+    draft that samples at temperature > 0 is not replayed this way (docs/metrics.md, "Replay": which
+    estimator a sampled draft would need, and its bias).
     """
 
     learns = False
 
-    def __init__(self, proposer: Any, capacity: Callable[[], int], vocab: int) -> None:
-        self.proposer = proposer
-        self.name = str(proposer.name)
+    def __init__(self, row: Any, name: str, capacity: Callable[[], int]) -> None:
+        self.row = row  # an engine.speculative.KnownContinuation
+        self.name = name
         self._capacity = capacity
-        self._vocab = vocab
 
     def begin(self, prompt: Sequence[int], capacity: int = 0) -> None:
         # The live loop's cache size: a model's numbers can depend on it (the reduction over its cache).
-        self.proposer.open(1, capacity or self._capacity(), self._vocab, batched=False)
-        self.proposer.start(0, [list(prompt)])
+        self.row.begin(prompt, capacity or self._capacity())
 
     def propose(self, context: Sequence[int], d: int) -> list[int]:
-        if d <= 0:
-            return []
-        from specmeter.engine.sampling import SamplingParams
-
-        drafts = self.proposer.propose([list(context)], [d], [SamplingParams()], [None])
-        return [int(t) for t in drafts.rows[0].tokens]
+        return list(self.row.propose(context, d))
 
     def commit(self, tokens: Sequence[int]) -> None:
-        self.proposer.commit(0, list(tokens))
+        self.row.commit(tokens)
 
     def end(self) -> None:
-        self.proposer.finish(0)
+        self.row.end()
 
     def absorb(self, prompt: Sequence[int], response: Sequence[int]) -> None:
         """Nothing: a draft model learns nothing across requests."""

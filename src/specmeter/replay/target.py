@@ -1,9 +1,11 @@
 """The target directory's part in a replay: its tokenizer and EOS ids; its weights when a method needs them.
 
 Model-free methods need the tokenizer only (a directory with just the tokenizer files will do). A draft
-model directory and ``layers:n`` need the engine: the target loads (for ``layers:n``, whose draft is the
-target's own first layers; for a draft, to check the tokenizers match), and each proposer then forwards
-over the logged tokens alone. The engine imports torch; it is imported only here, and only then.
+model directory, ``layers:n`` and ``eagle:head=DIR`` need the engine: the target loads (for ``layers:n``,
+whose draft is the target's own first layers; for a draft, to check the tokenizers match; for an EAGLE
+head, whose drafts read the target's hidden states: the target then runs the live loop's forwards over the
+logged tokens, ``engine.speculative.KnownContinuation``), and each proposer forwards over the logged
+tokens. The engine imports torch; it is imported only here, and only then.
 """
 
 from __future__ import annotations
@@ -40,12 +42,14 @@ def open_checks(cfg: ReplayConfig) -> TokenChecks:
 
 
 def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], ReplayProposer] | None:
-    """A builder of engine proposers (draft directories, ``layers:n``) when a method needs one, else None.
+    """A builder of engine proposers (draft directories, ``layers:n``, EAGLE heads) when a method needs one,
+    else None.
     The target loads once, on the CPU unless CUDA is there."""
     if not cfg.needs_model:
         return None
     from specmeter.engine.loader import load_model
     from specmeter.engine.proposers.candidate import MethodNotRunnable, make_proposer
+    from specmeter.engine.speculative import KnownContinuation
 
     try:
         target = load_model(cfg.target)
@@ -58,6 +62,6 @@ def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], Rep
             proposer = make_proposer(parsed if isinstance(parsed, MethodSpec) else parsed.path, target)
         except (MethodNotRunnable, ModelDirError) as e:
             raise ReplayError(f"--method: {e}") from None
-        return EngineProposer(proposer, lambda: capacity, target.model.vocab_size)
+        return EngineProposer(KnownContinuation(proposer, target.model), str(proposer.name), lambda: capacity)
 
     return build
