@@ -133,6 +133,7 @@ def test_demo_refuses_missing_models(tmp_path: Path) -> None:
     assert "demo models missing" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow  # 5 s or more: make test-slow (the default suite stays under 3 minutes)
 def test_demo_interrupted_ends_like_every_measuring_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

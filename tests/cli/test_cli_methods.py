@@ -199,6 +199,7 @@ def test_select_ranks_a_method_against_a_draft_directory(tiny: Any, tmp_path: Pa
     assert "memory per draft" in result.output and "draft_model" in result.output
 
 
+@pytest.mark.slow  # 5 s or more: make test-slow (the default suite stays under 3 minutes)
 def test_tune_and_batched_bench_take_a_method(tiny: Any, tmp_path: Path) -> None:
     prompts = write_prompts(tmp_path / "p.jsonl")
     out = tmp_path / "tune.json"

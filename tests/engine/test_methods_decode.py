@@ -112,6 +112,7 @@ def _distribution_check(target, run, prompt: list[int], params: SamplingParams, 
     assert chi_square_pvalue([counts[c] for c in cells], [exact.get(c, 0.0) for c in cells]) > 1e-3
 
 
+@pytest.mark.slow  # 5 s or more: make test-slow (the default suite stays under 3 minutes)
 def test_sampling_single_stream_deterministic_proposer_keeps_the_target_distribution(small_vocab) -> None:
     """n-gram proposals verified against a one-hot q (the draft-model path is tests/engine/test_sampling)."""
     target = load_model(small_vocab[0])
@@ -130,7 +131,10 @@ def test_sampling_single_stream_deterministic_proposer_keeps_the_target_distribu
     _distribution_check(target, run, prompt, params, 1500)
 
 
-@pytest.mark.parametrize("method", ["suffix:depth=8", "layers:n=1"])
+@pytest.mark.parametrize(
+    "method",
+    ["suffix:depth=8", pytest.param("layers:n=1", marks=pytest.mark.slow)],  # 4.5 s: test-slow
+)
 def test_sampling_batched_keeps_the_target_distribution(small_vocab, method: str) -> None:
     """Deterministic: suffix decoding, learning from every earlier response while rows of one prompt
     sample. Probabilistic: the target's first layer as the draft, with its own q."""
