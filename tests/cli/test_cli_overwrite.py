@@ -196,6 +196,7 @@ def test_a_csv_is_not_replaced_by_a_result_json(tmp_path: Path) -> None:
     assert csv_out.read_text().startswith("run,draft,k,id,")
 
 
+@pytest.mark.slow  # over 3 s: make test-slow (the default suite stays under 3 minutes)
 def test_bench_reruns_over_its_own_outputs(tiny: Any, tmp_path: Path) -> None:
     from specmeter.workloads import bundled_prompts
 

@@ -114,6 +114,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # over 3 s: make test-slow (the default suite stays under 3 minutes)
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_a_run_killed_mid_write_is_partial_and_earlier_runs_are_intact(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"

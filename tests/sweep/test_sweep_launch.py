@@ -128,6 +128,7 @@ def test_a_command_that_does_not_exist(tmp_path: Path) -> None:
     assert server.stop() is None
 
 
+@pytest.mark.slow  # over 3 s: make test-slow (the default suite stays under 3 minutes)
 def test_health_that_never_passes_times_out_and_stop_kills_the_group(tmp_path: Path) -> None:
     # Listens, answers 503; has a child that ignores SIGTERM: the stop must reach it too (SIGKILL).
     code = (
