@@ -36,14 +36,17 @@ class NativeUnsupported(Exception):
     """Raised when a checkpoint needs features the native engine lacks; the loader then falls back."""
 
 
-def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMS norm as transformers' LlamaRMSNorm: normalise in float32, cast, then scale (the native model and
+    the EAGLE head, running and training, all use this one)."""
     # Same order of operations as transformers' LlamaRMSNorm: normalise in float32, cast, then scale.
     h = x.float()
     h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
     return weight * h.to(x.dtype)
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding on the last dimension (its two halves rotated), as transformers' Llama."""
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos + rotated * sin
@@ -213,14 +216,14 @@ class NativeLlama(CacheLengths):
         for i, (layer, k_cache, v_cache) in enumerate(zip(self.layers, self._k, self._v, strict=True)):
             if i in self.capture:
                 captured.append(x)
-            h = _rms_norm(x, layer.in_norm, layer.eps)
+            h = rms_norm(x, layer.in_norm, layer.eps)
             qkv = F.linear(h, layer.qkv, layer.qkv_bias)
             q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
             q, k = q.view(n, self.n_heads, self.head_dim), k.view(n, self.n_kv, self.head_dim)
             if layer.q_norm is not None and layer.k_norm is not None:
-                q, k = _rms_norm(q, layer.q_norm, layer.eps), _rms_norm(k, layer.k_norm, layer.eps)
-            q = _rotate(q.transpose(0, 1), cos, sin)  # [H, n, d]
-            k = _rotate(k.transpose(0, 1), cos, sin)  # [KV, n, d]
+                q, k = rms_norm(q, layer.q_norm, layer.eps), rms_norm(k, layer.k_norm, layer.eps)
+            q = apply_rope(q.transpose(0, 1), cos, sin)  # [H, n, d]
+            k = apply_rope(k.transpose(0, 1), cos, sin)  # [KV, n, d]
             k_cache[:, start:end] = k
             v_cache[:, start:end] = v.view(n, self.n_kv, self.head_dim).transpose(0, 1)
             attn = F.scaled_dot_product_attention(
@@ -232,14 +235,14 @@ class NativeLlama(CacheLengths):
                 enable_gqa=self.n_kv != self.n_heads,
             )  # [1, H, n, d]
             x = x + F.linear(attn[0].transpose(0, 1).reshape(n, q_size), layer.o, layer.o_bias)
-            h = _rms_norm(x, layer.post_norm, layer.eps)
+            h = rms_norm(x, layer.post_norm, layer.eps)
             gate, up = F.linear(h, layer.gate_up).split(layer.inter, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down)
         if len(self.layers) in self.capture:
             captured.append(x)
         self._captured = captured
         self._length = end
-        x = _rms_norm(x, self.norm, self.eps)
+        x = rms_norm(x, self.norm, self.eps)
         return F.linear(x, self.lm_head).float()
 
     # ------------------------------------------------------------------------------------- batched cache
@@ -335,15 +338,15 @@ class NativeLlama(CacheLengths):
         for i, (layer, k_cache, v_cache) in enumerate(zip(self.layers, self._bk, self._bv, strict=True)):
             if i in self.capture:
                 captured.append(x)
-            h = _rms_norm(x, layer.in_norm, layer.eps)
+            h = rms_norm(x, layer.in_norm, layer.eps)
             qkv = F.linear(h, layer.qkv, layer.qkv_bias)
             q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
             q = q.view(rows, n, self.n_heads, self.head_dim)
             k = k.view(rows, n, self.n_kv, self.head_dim)
             if layer.q_norm is not None and layer.k_norm is not None:
-                q, k = _rms_norm(q, layer.q_norm, layer.eps), _rms_norm(k, layer.k_norm, layer.eps)
-            q = _rotate(q.transpose(1, 2), cos, sin)  # [R, H, n, d]
-            k = _rotate(k.transpose(1, 2), cos, sin)  # [R, KV, n, d]
+                q, k = rms_norm(q, layer.q_norm, layer.eps), rms_norm(k, layer.k_norm, layer.eps)
+            q = apply_rope(q.transpose(1, 2), cos, sin)  # [R, H, n, d]
+            k = apply_rope(k.transpose(1, 2), cos, sin)  # [R, KV, n, d]
             v = v.view(rows, n, self.n_kv, self.head_dim)
             if pos is None:
                 k_cache[start : start + rows, :, l0 : l0 + n] = k
@@ -361,7 +364,7 @@ class NativeLlama(CacheLengths):
                 enable_gqa=self.n_kv != self.n_heads,
             )  # [R, H, n, d]
             x = x + F.linear(attn.transpose(1, 2).reshape(rows, n, q_size), layer.o, layer.o_bias)
-            h = _rms_norm(x, layer.post_norm, layer.eps)
+            h = rms_norm(x, layer.post_norm, layer.eps)
             gate, up = F.linear(h, layer.gate_up).split(layer.inter, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down)
         if len(self.layers) in self.capture:
@@ -371,5 +374,5 @@ class NativeLlama(CacheLengths):
             self._rows[start + r] = lens[r] + c
         if last_only:
             x = x[torch.arange(rows, device=dev), torch.tensor(counts, device=dev) - 1]  # [R, hidden]
-        x = _rms_norm(x, self.norm, self.eps)
+        x = rms_norm(x, self.norm, self.eps)
         return F.linear(x, self.lm_head).float()

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from specmeter.engine.llama import apply_rope, rms_norm
 from specmeter.training.loop import TrainConfig, TrainResult, run_training
 
 __all__ = [
@@ -89,17 +90,6 @@ class HeadShape:
             max_positions=int(config.get("max_position_embeddings", 4096)),
             aux_layers=tuple(aux_layers or default_aux_layers(int(config["num_hidden_layers"]))),
         )
-
-
-def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    h = x.float()
-    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * h.to(x.dtype)
-
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
 
 class TrainableHead(torch.nn.Module):
@@ -178,14 +168,14 @@ class TrainableHead(torch.nn.Module):
             freqs = torch.outer(pos, self.inv_freq)
             emb = torch.cat((freqs, freqs), dim=-1)
             cos, sin = emb.cos()[None, None], emb.sin()[None, None]
-            embeds = _rms(F.embedding(ids_j, self.embed), self.p("layers.0.input_layernorm.weight"), eps)
-            normed = _rms(hidden, self.p("layers.0.hidden_norm.weight"), eps)
+            embeds = rms_norm(F.embedding(ids_j, self.embed), self.p("layers.0.input_layernorm.weight"), eps)
+            normed = rms_norm(hidden, self.p("layers.0.hidden_norm.weight"), eps)
             x = torch.cat([embeds, normed], dim=-1)
             q = F.linear(x, self.p("layers.0.self_attn.q_proj.weight")).view(b, t, s.heads, s.head_dim)
             k = F.linear(x, self.p("layers.0.self_attn.k_proj.weight")).view(b, t, s.kv_heads, s.head_dim)
             v = F.linear(x, self.p("layers.0.self_attn.v_proj.weight")).view(b, t, s.kv_heads, s.head_dim)
-            q = _rotate(q.transpose(1, 2), cos, sin)
-            keys.append(_rotate(k.transpose(1, 2), cos, sin))
+            q = apply_rope(q.transpose(1, 2), cos, sin)
+            keys.append(apply_rope(k.transpose(1, 2), cos, sin))
             values.append(v.transpose(1, 2))
             mask = torch.cat([causal] + [diag] * j, dim=1)  # [T, (j+1)·T]
             attn = F.scaled_dot_product_attention(
@@ -195,11 +185,11 @@ class TrainableHead(torch.nn.Module):
             h = hidden + F.linear(
                 attn.transpose(1, 2).reshape(b, t, -1), self.p("layers.0.self_attn.o_proj.weight")
             )
-            m = _rms(h, self.p("layers.0.post_attention_layernorm.weight"), eps)
+            m = rms_norm(h, self.p("layers.0.post_attention_layernorm.weight"), eps)
             gate = F.linear(m, self.p("layers.0.mlp.gate_proj.weight"))
             up = F.linear(m, self.p("layers.0.mlp.up_proj.weight"))
             hidden = h + F.linear(F.silu(gate) * up, self.p("layers.0.mlp.down_proj.weight"))
-            out_logits.append(F.linear(_rms(hidden, self.p("norm.weight"), eps), self.lm_head))
+            out_logits.append(F.linear(rms_norm(hidden, self.p("norm.weight"), eps), self.lm_head))
         return out_logits
 
 

@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from specmeter.engine.base import CausalLM
+from specmeter.engine.llama import apply_rope, rms_norm
 from specmeter.engine.proposers.proposer import Proposals, Proposer, choose_tokens, row_proposals
 from specmeter.engine.sampling import SamplingParams
 from specmeter.metrics.records import ModelInfo
@@ -49,18 +50,6 @@ __all__ = ["EagleHead", "EagleProposer", "HeadMismatch", "check_head", "head_ten
 
 class HeadMismatch(ValueError):
     """The head cannot run on this target; the message is one line naming the head directory."""
-
-
-def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    # transformers' LlamaRMSNorm: normalise in float32, cast, then scale.
-    h = x.float()
-    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * h.to(x.dtype)
-
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
 
 def head_tensor_shapes(facts: HeadFacts, aux: int | None = None) -> dict[str, tuple[int, ...]]:
@@ -202,14 +191,14 @@ class EagleHead:
         mask = (torch.arange(key_end, device=dev)[None, None, :] <= pos[:, :, None]).unsqueeze(1)
         row_idx = torch.arange(rows, device=dev)[:, None]
 
-        embeds = _rms(F.embedding(ids, self.embed), self.in_norm, self.eps)
-        normed = _rms(h, self.hidden_norm, self.eps)
+        embeds = rms_norm(F.embedding(ids, self.embed), self.in_norm, self.eps)
+        normed = rms_norm(h, self.hidden_norm, self.eps)
         residual = normed if self.facts.norm_before_residual else h
         x = torch.cat([embeds, normed], dim=-1)  # [R, n, 2·hidden]
         q_size, kv_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
         q, k, v = F.linear(x, self.qkv).split((q_size, kv_size, kv_size), dim=-1)
-        q = _rotate(q.view(rows, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)  # [R, H, n, d]
-        k = _rotate(k.view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
+        q = apply_rope(q.view(rows, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)  # [R, H, n, d]
+        k = apply_rope(k.view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
         self._k[row_idx, :, pos] = k.transpose(1, 2)
         self._v[row_idx, :, pos] = v.view(rows, n, self.kv_heads, self.head_dim)
         attn = F.scaled_dot_product_attention(
@@ -217,13 +206,13 @@ class EagleHead:
             enable_gqa=self.kv_heads != self.heads,
         )  # fmt: skip
         out = residual + F.linear(attn.transpose(1, 2).reshape(rows, n, q_size), self.o)
-        gate, up = F.linear(_rms(out, self.post_norm, self.eps), self.gate_up).split(
+        gate, up = F.linear(rms_norm(out, self.post_norm, self.eps), self.gate_up).split(
             self.facts.intermediate, -1
         )
         out = out + F.linear(F.silu(gate) * up, self.down)
         for r, c in enumerate(counts):
             self._rows[r] = lens[r] + c
-        logits = F.linear(_rms(out, self.norm, self.eps), self.lm_head).float()
+        logits = F.linear(rms_norm(out, self.norm, self.eps), self.lm_head).float()
         return logits, out
 
 
