@@ -44,6 +44,17 @@ def log(tmp_path: Path) -> Path:
     return _log(tmp_path / "serve.jsonl")
 
 
+def _tau_and_share(out: Path, k: int) -> tuple[dict[str, Any], float, float]:
+    """The replay result, its first candidate's τ(k) and the share f of steps at which it proposed."""
+    data = json.loads(out.read_text("utf-8"))
+    summary = data["candidates"][0]["summary"]
+    tau = tau_by_k([p["cumulative"] for p in summary["per_position"]], k)[k]
+    assert tau is not None
+    f = summary["steps"] / summary["target_forwards"]  # the share of steps at which the method proposed
+    assert 0 < f < 1  # the first steps of a response find no match: plain target forwards
+    return data, tau, f
+
+
 def test_table_result_and_csv(tiny: Any, log: Path, tmp_path: Path) -> None:
     out, html = tmp_path / "r.json", tmp_path / "r.html"
     result = runner.invoke(
@@ -129,13 +140,7 @@ def test_costs_predict_speedup_per_batch(tiny: Any, log: Path, tmp_path: Path) -
         ],
     )
     assert result.exit_code == 0, result.output
-    data = json.loads(out.read_text("utf-8"))
-    summary = data["candidates"][0]["summary"]
-    cumulative = [p["cumulative"] for p in summary["per_position"]]
-    tau = tau_by_k(cumulative, 2)[2]
-    assert tau is not None
-    f = summary["steps"] / summary["target_forwards"]  # the share of steps at which the method proposed
-    assert 0 < f < 1  # the first steps of a response find no match: plain target forwards
+    data, tau, f = _tau_and_share(out, 2)
     e = data["replay"]["costs"]["rows"][0]["e"]
     # model-free: the surface's draft time is taken out of the step; the steps without a proposal cost
     # t_step(B, 0) and yield one token (docs/replay.md, --costs)
@@ -271,13 +276,7 @@ def test_costs_from_a_sweep_rescale_its_decode_speedup_by_tau(tiny: Any, log: Pa
     args = ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "ngram:min=2,max=3"]
     result = runner.invoke(app, [*args, "--k", "2", "--costs", str(sweep), "--json", str(out), "--no-store"])
     assert result.exit_code == 0, result.output
-    data = json.loads(out.read_text("utf-8"))
-    summary = data["candidates"][0]["summary"]
-    cumulative = [p["cumulative"] for p in summary["per_position"]]
-    tau = tau_by_k(cumulative, 2)[2]
-    assert tau is not None
-    f = summary["steps"] / summary["target_forwards"]  # the share of steps at which the method proposed
-    assert 0 < f < 1
+    data, tau, f = _tau_and_share(out, 2)
     costs = data["replay"]["costs"]
     assert costs["batches"] == ["1", "4"]  # the rate level and the incomplete cell are left out
     e = costs["rows"][0]["e"]
