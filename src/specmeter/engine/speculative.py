@@ -1,10 +1,9 @@
 """The propose -> verify -> commit loop, one request at a time, recording raw events only.
 
 A proposer (``engine.proposers.proposer``: a draft model one forward at a time, or a model-free method)
-proposes up to
-d tokens, the target scores all d+1 positions in one forward, the verifier decides how many survive, and
-the target's KV cache (and the draft model's) is rolled back to the committed sequence. With no proposer
-(or d = 0) the same loop is plain target-only decoding, so the baseline shares every line of code and
+proposes up to d tokens, the target scores all d+1 positions in one forward, the verifier decides how many
+survive, and the target's KV cache (and the draft model's) is rolled back to the committed sequence. With no
+proposer (or d = 0) the same loop is plain target-only decoding, so the baseline shares every line of code and
 every overhead with the speculative run it is compared with. :class:`KnownContinuation` drives a
 proposer the same way over tokens known in advance (a logged response, ``specmeter replay``).
 """
@@ -55,9 +54,8 @@ def speculative_decode(
     """Decode up to ``max_tokens`` tokens after ``prompt_ids``; ``draft=None`` or ``k=0`` is the baseline.
 
     ``draft`` is a :class:`Proposer` (a method: ``engine.proposers.candidate.make_proposer``) or a draft
-    model, which
-    is wrapped in a :class:`DraftModelProposer`. ``on_emit`` sees each batch of newly visible tokens;
-    returning True stops generation (client gone).
+    model, which is wrapped in a :class:`DraftModelProposer`. ``on_emit`` sees each batch of newly visible
+    tokens; returning True stops generation (client gone).
     """
     if not prompt_ids:
         raise ValueError("empty prompt")

@@ -2,8 +2,7 @@
 
 A candidate is a draft model directory (loaded like the target) or a method spec (docs/methods.md), which
 becomes a :class:`MethodModel`: the proposer ``engine.proposers.candidate.make_proposer`` builds, with the
-target's
-tokenizer and a ``ModelInfo`` named by the spec's label whose memory is ``MethodSpec.extra_memory``.
+target's tokenizer and a ``ModelInfo`` named by the spec's label whose memory is ``MethodSpec.extra_memory``.
 
 A candidate's name labels its results (``draft@k=4``, ``ngram:min=2,max=4@k=4``) and keys its cost curve,
 so names must be unique: a draft whose directory name repeats another's, the target's or a method's label

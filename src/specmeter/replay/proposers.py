@@ -1,18 +1,16 @@
 """Proposers as replay drives them: one request at a time, the context only ever growing.
 
-Replay asks a method for a draft at every step of every logged response, so proposing must be cheap.
-The engine's n-gram functions (``engine.proposers.ngram``) rescan the whole context at every step: O(context)
-per
+Replay asks a method for a draft at every step of every logged response, so proposing must be cheap. The
+engine's n-gram functions (``engine.proposers.ngram``) rescan the whole context at every step: O(context) per
 step. Here the same three rules run on an index of the context's n-grams that grows with the context, so a
 step costs O(max_n - min_n + 1) dictionary look-ups; the drafts are the engine's, token for token
 (tests/replay/test_replay_proposers.py checks both against ``engine.proposers.ngram`` on random sequences).
 
 Suffix decoding keeps ArcticInference's cache (``engine.proposers.suffix.SuffixCache``, the port already
-checked
-against the native extension) and drives it as ``engine.proposers.suffix.SuffixProposer`` does. Draft models,
-self-speculation (``layers:n``) and EAGLE heads run through ``engine.proposers.candidate.make_proposer``
-(:class:`EngineProposer`): the proposer alone, forwarding over the logged response, and for an EAGLE head
-the target's forwards that give it the hidden states it reads.
+checked against the native extension) and drives it as ``engine.proposers.suffix.SuffixProposer`` does. Draft
+models, self-speculation (``layers:n``) and EAGLE heads run through
+``engine.proposers.candidate.make_proposer`` (:class:`EngineProposer`): the proposer alone, forwarding over
+the logged response, and for an EAGLE head the target's forwards that give it the hidden states it reads.
 
 This module imports no torch; the suffix cache and the engine proposers import it when they are built.
 """

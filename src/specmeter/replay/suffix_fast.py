@@ -2,8 +2,7 @@
 per step.
 
 ``engine.proposers.suffix.SuffixCache.speculate`` matches every suffix length m = 1 … P−1 of the pattern from
-the
-root of both trees (O(P²) node look-ups), then walks a draft from each. Replay drafts at every step of
+the root of both trees (O(P²) node look-ups), then walks a draft from each. Replay drafts at every step of
 every logged response, so here the same drafts come cheaper, with the cache's own trees, counts and
 sibling order untouched (the engine's port, checked against the native extension):
 

@@ -2,8 +2,7 @@
 
 The draft is a model directory or a method spec (``serve --draft ngram``, docs/methods.md): the proposer
 ``engine.proposers.candidate.make_proposer`` builds, one for the server's life, so suffix decoding's global
-cache
-learns from every request served, in the order they started.
+cache learns from every request served, in the order they started.
 
 One request at a time goes through ``engine.speculative`` (the single-stream loop); ``open_batch`` hands
 out a continuous-batching session over ``engine.batched``. The draft length is ``k`` or, with a schedule,
