@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import subprocess
 import sys
@@ -23,7 +24,14 @@ import pytest
 from metrics_builders import DRAFT, baseline_run, emissions, request, run, spec_run, step
 
 from specmeter.metrics.records import RunRecord
-from specmeter.metrics.summary import SUMMARY_KEYS, danger_zone, summarize, summarize_by_category
+from specmeter.metrics.summary import (
+    SUMMARY_KEYS,
+    danger_zone,
+    judge,
+    speedup_verdict,
+    summarize,
+    summarize_by_category,
+)
 
 RESULTS_MD = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
@@ -116,9 +124,11 @@ def test_worked_example_summary() -> None:
     # achieved: 9200 weight bytes read over 1.8 s of decode; no copy bandwidth measured -> no fraction
     assert s["achieved_bytes_per_s"] == pytest.approx(9200 / 1.8)
     assert s["copy_bytes_per_s"] is None and s["bandwidth_fraction"] is None
-    # α = 0.4545 < 0.5; E_meas 1.57 is fine
-    assert s["danger_zone"] is True
-    assert s["danger_reasons"] == ["acceptance rate 0.45 < 0.50: most drafted tokens are thrown away"]
+    # α = 0.4545 < 0.5 but E_meas 1.57: the verdict comes from the speedup; α is a named warning with its
+    # effect, never DANGER beside a speedup above 1 (docs/metrics.md, "Verdicts")
+    assert s["danger_zone"] is False and s["danger_reasons"] == [] and s["verdict"] == "pays"
+    (warning,) = s["warnings"]
+    assert warning.startswith("α 0.45: most drafted tokens are discarded; still 1.57x because")
 
 
 def test_confidence_intervals_bracket_the_point_estimates() -> None:
@@ -258,9 +268,10 @@ def test_all_rejected_run_is_in_the_danger_zone_twice() -> None:
     s = summarize(spec, base)
     assert s["acceptance_rate"] == 0.0 and s["speedup_measured"] == pytest.approx(0.5)
     assert s["danger_reasons"] == [
-        "acceptance rate 0.00 < 0.50: most drafted tokens are thrown away",
         "measured speedup 0.50x < 1.00x: speculative decoding is slower than decoding without it",
     ]
+    assert s["verdict"] == "slower"
+    assert s["warnings"] == ["α 0.00: most drafted tokens are discarded, and speculation is slower (0.50x)"]
     # traffic: 3 forwards × 1000 + 12 draft forwards × 100 over 3 tokens = 1400 > W_T -> negative efficiency
     assert s["weight_traffic_per_token"] == pytest.approx(1400.0)
     assert s["bandwidth_efficiency"] < 0  # type: ignore[operator]
@@ -292,7 +303,8 @@ def test_by_category() -> None:
     # general = request b: α = (2+0+3)/12 = 0.4167 -> danger; E_meas = 2.1/1.5 = 1.4
     assert general["acceptance_rate"] == pytest.approx(5 / 12)
     assert general["speedup_measured"] == pytest.approx(1.4)
-    assert general["danger_reasons"] == ["acceptance rate 0.42 < 0.50: most drafted tokens are thrown away"]
+    assert general["danger_reasons"] == [] and general["verdict"] == "pays"
+    assert general["warnings"][0].startswith("α 0.42: most drafted tokens are discarded; still 1.40x")
     assert summarize_by_category(run([]), None) == {}
 
 
@@ -304,9 +316,12 @@ def test_by_category_without_baseline_and_for_the_baseline() -> None:
 
 
 def test_danger_zone_messages() -> None:
-    assert danger_zone({"acceptance_rate": 0.21, "speedup_measured": 1.3}) == (
+    # a speedup decides: α 0.21 beside 1.3x is a warning, not the danger zone
+    assert danger_zone({"acceptance_rate": 0.21, "speedup_measured": 1.3}) == (False, [])
+    # without a speedup the α rule is all there is to judge by
+    assert danger_zone({"acceptance_rate": 0.21}) == (
         True,
-        ["acceptance rate 0.21 < 0.50: most drafted tokens are thrown away"],
+        ["acceptance rate 0.21 < 0.50: most drafted tokens are thrown away (no speedup to judge by)"],
     )
     assert danger_zone({"acceptance_rate": 0.7, "speedup_measured": 0.87}) == (
         True,
@@ -314,7 +329,7 @@ def test_danger_zone_messages() -> None:
     )
     # borderline figures are printed with enough digits not to read "0.50 < 0.50"
     assert danger_zone({"acceptance_rate": 0.499})[1] == [
-        "acceptance rate 0.499 < 0.50: most drafted tokens are thrown away"
+        "acceptance rate 0.499 < 0.50: most drafted tokens are thrown away (no speedup to judge by)"
     ]
     assert danger_zone({"speedup_measured": 0.9996})[1] == [
         "measured speedup 0.9996x < 1.00x: speculative decoding is slower than decoding without it"
@@ -342,3 +357,38 @@ def test_metrics_package_does_not_import_torch() -> None:
         "sys.exit('torch' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_verdict_follows_the_interval() -> None:
+    assert speedup_verdict(1.14, [1.06, 1.24]) == "pays"
+    assert speedup_verdict(0.9, [0.8, 0.95]) == "slower"
+    assert speedup_verdict(1.02, [0.97, 1.08]) == "unclear"
+    assert speedup_verdict(1.3) == "pays" and speedup_verdict(0.8) == "slower" and speedup_verdict(None) is None
+    # suffix on legal in the issue: α 0.39 beside 1.14x [1.06, 1.24] -> pays, with the α warning's effect
+    j = judge({"acceptance_rate": 0.39, "speedup_measured": 1.14, "speedup_measured_ci": [1.06, 1.24],
+               "steps": 30, "target_forwards": 100})  # fmt: skip
+    assert j["danger_zone"] is False and j["verdict"] == "pays"
+    assert j["warnings"] == [
+        "α 0.39: most drafted tokens are discarded; still 1.14x because it drafts at only 30% of the steps, "
+        "where it has a match"
+    ]
+    # E < 1 whose interval holds 1: still named, and the interval said
+    j = judge({"acceptance_rate": 0.7, "speedup_measured": 0.97, "speedup_measured_ci": [0.9, 1.05]})
+    assert j["verdict"] == "unclear" and j["danger_zone"] is True
+    assert j["danger_reasons"][0].endswith("(its interval holds 1.00x)")
+
+
+def test_no_danger_beside_an_interval_above_one() -> None:
+    """Property (issue 37): no verdict contradicts its interval, over 3,000 random (E, interval, α)."""
+    rng = random.Random(37)
+    for _ in range(3000):
+        e, width, skew = rng.uniform(0.05, 5.0), rng.uniform(0.0, 1.0), rng.random()
+        alpha = None if rng.random() < 0.2 else rng.random()
+        lo, hi = e - width * skew, e + width * (1 - skew)
+        j = judge({"acceptance_rate": alpha, "speedup_measured": e, "speedup_measured_ci": [lo, hi]})
+        if lo > 1.0:
+            assert j["danger_zone"] is False and j["verdict"] == "pays"
+        if hi < 1.0:
+            assert j["danger_zone"] is True and j["verdict"] == "slower"
+        if j["danger_zone"]:
+            assert e < 1.0

@@ -20,7 +20,7 @@ from replay_results import read, replay_result
 from specmeter.metrics.batch_surface import tau_by_k
 from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord, StepRecord
 from specmeter.metrics.summary import summarize, summarize_by_category
-from specmeter.replay.costs import predictor
+from specmeter.pricing import predictor
 from specmeter.selection.acceptance_source import (
     AcceptanceSourceError,
     Figures,

@@ -145,6 +145,8 @@ def _rows(domain: str, result: dict[str, Any], matched: dict[str, list[int]]) ->
                 "jitter": s["jitter"],
                 "danger_zone": s["danger_zone"],
                 "danger_reasons": s["danger_reasons"],
+                "verdict": s.get("verdict"),
+                "warnings": s.get("warnings") or [],
                 "outputs_matched": matched.get(c["draft"]),
             }
         )
@@ -437,10 +439,9 @@ def story_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     checks.append(_check("legal: α(C) ≥ 0.60", alpha_c, None if alpha_c is None else alpha_c >= 0.60))
     gap = None if alpha_c is None or alpha_a is None else alpha_c - alpha_a
     checks.append(_check("legal: α(C) ≥ α(A) + 0.20", gap, None if gap is None else gap >= 0.20))
-    for label, r in (("A", a_legal), ("B", b_legal)):
-        checks.append(
-            _check(f"legal: {label} in the danger zone", None, None if r is None else r["danger_zone"])
-        )
+    for label, r in (("A", a_legal), ("B", b_legal)):  # the seed's rule, now a warning beside the speedup
+        alpha = None if r is None else r["alpha"]
+        checks.append(_check(f"legal: α({label}) < 0.50", alpha, None if alpha is None else alpha < 0.5))
     alpha_ag = a_general["alpha"] if a_general else None
     checks.append(_check("general: α(A) ≥ 0.60", alpha_ag, None if alpha_ag is None else alpha_ag >= 0.60))
     legal = [

@@ -28,12 +28,25 @@ def print_machine(runs: dict[str, dict[str, Any]], console: Console) -> None:
             console.print(Text(f"⚠ {name}: {r['hygiene']['message']}", style=line.style), soft_wrap=True)
 
 
+_VERDICTS = {
+    "pays": "[green]pays[/]", "slower": "[bold red]DANGER: slower[/]", "unclear": "[yellow]unclear[/]"
+}  # fmt: skip
+
+
+def _verdict(r: dict[str, Any]) -> str:
+    """From the speedup and its interval (metrics.summary.judge); the α rule is a warning (``⚠ α``)."""
+    label = _VERDICTS.get(str(r.get("verdict")))
+    if label is None:
+        label = "[bold red]DANGER[/]" if r["danger_zone"] else "[green]ok[/]"
+    return label + (" [yellow]⚠ α[/]" if r.get("warnings") else "")
+
+
 def render_summary(summary: dict[str, Any], console: Console) -> None:
     table = Table(title="specmeter demo — draft acceptance α and measured speedup E_meas (greedy, k=4)")
     for col in ("domain", "candidate", "α [95% CI]", "τ", "E_meas [95% CI]", "E_cal", "jitter", "verdict"):
         table.add_column(col)
     for r in summary["rows"]:
-        verdict = "[bold red]DANGER[/]" if r["danger_zone"] else "[green]ok[/]"
+        verdict = _verdict(r)
         table.add_row(
             r["domain"], f"{r['candidate']} {r['draft']}",
             f"{fmt_num(r['alpha'], 3)} {fmt_ci(r['alpha_ci'])}", fmt_num(r["tau"]),
@@ -48,6 +61,9 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
             f"winner on [bold]{domain}[/]: {w['candidate']} {w['draft']} at k={w['k']} — "
             f"E_meas {fmt_num(w['speedup_measured'])}×, α {fmt_num(w['alpha'], 3)}: speculation {pays}"
         )
+    for r in summary["rows"]:
+        for w in r.get("warnings") or []:
+            console.print(f"[yellow]⚠[/] {r['domain']} × {r['candidate']} {r['draft']}: {w}", soft_wrap=True)
     for d in summary["danger_zone_pairs"]:
         console.print(
             f"[bold red]danger zone[/] {d['domain']} × {d['candidate']} {d['draft']}: "

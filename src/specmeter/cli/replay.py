@@ -107,7 +107,7 @@ def replay(
     if config.shard is not None and json_out is None:
         fail("--shard needs --json (the shard's result, for --merge)")
     check_outputs(outputs, {"--from": list(sources), "--rules": rules, "--costs": costs})
-    from specmeter.replay.costs import CostsError
+    from specmeter.pricing import CostsError
     from specmeter.replay.run import replay_from
 
     reporter = RichReporter(err_console, quiet=quiet)

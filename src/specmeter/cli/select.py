@@ -122,7 +122,7 @@ def _select_from(
         fail("--batch: a batch size needs a cost surface (--costs)")
     json_out = options["json_out"]
     check_outputs({"--json": json_out}, {"--from": source, "--costs": costs})
-    from specmeter.replay.costs import CostsError, predictor
+    from specmeter.pricing import CostsError, predictor
     from specmeter.report.files import write_json_atomic
     from specmeter.selection.acceptance_source import AcceptanceSourceError, read_source
     from specmeter.selection.mix import MixError, parse_mix

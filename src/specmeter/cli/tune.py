@@ -19,11 +19,12 @@ from specmeter.measuring.config import TUNE_K_MAX
 @opt.measuring_command()
 def tune(
     draft: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--draft",
             help="Draft model directory or method spec (ngram, suffix, layers:n=2; docs/methods.md); "
-            "none for vLLM's ngram/mtp.",
+            "none for vLLM's ngram/mtp. The k sweep is the first's; with --batch, repeat to time every "
+            "candidate's own proposing cost (replay/select --costs price each at its own).",
         ),
     ] = None,
     k_max: Annotated[
@@ -55,7 +56,7 @@ def tune(
     with measure_errors():
         ks, held = resolve_ks(k_max, None if k is None else parse_int_list(k, "--k"), holdout)
     cfg = opt.measure_config(
-        options, drafts=[] if draft is None else [draft], k=ks, kind="tune",
+        options, drafts=list(draft or []), k=ks, kind="tune",
         extra={"k_max": k_max, "holdout": held},
         batch=() if batch is None else tuple(parse_int_list(batch, "--batch")),
     )  # fmt: skip

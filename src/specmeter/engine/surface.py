@@ -22,12 +22,13 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from specmeter.engine.base import BatchedCausalLM
 from specmeter.engine.batched import BatchedDecoder, SequenceRequest, StepTiming
 from specmeter.metrics.batch_surface import CostSurface, SurfacePoint, spread
 
-__all__ = ["SurfaceSampler", "measure_cost_surface"]
+__all__ = ["SurfaceSampler", "measure_cost_surface", "measure_lookup_time"]
 
 WARMUP_STEPS = 2
 
@@ -195,3 +196,46 @@ def measure_cost_surface(
     while not sampler.done:
         sampler.sample()
     return sampler.surface()
+
+
+def measure_lookup_time(
+    target: BatchedCausalLM,
+    proposer: Any,
+    prompts: Sequence[Sequence[int]],
+    *,
+    batches: Sequence[int],
+    k: int,
+    max_tokens: int,
+    eos_ids: frozenset[int] = frozenset(),
+    steps: int = 27,
+) -> dict[int, tuple[float, float, int]]:
+    """A model-free proposer's host time per row and step, timed in the loop: ``steps`` steps of the real
+    ``BatchedDecoder`` at each batch size (greedy verification, the workload's prompts, rows joining as
+    others finish), after the same warm-up as the surface. Per B: (median seconds per row, IQR, steps).
+
+    Every step is timed, those where the lookup found nothing too: a lookup costs its time whether or not
+    it matches. The per-row figure is the step's proposing time over its rows (the rows are looked up one
+    after the other on the host)."""
+    out: dict[int, tuple[float, float, int]] = {}
+    for b in sorted(set(batches)):
+        times: list[float] = []
+        seen = 0
+
+        def on_step(t: StepTiming, b: int = b, times: list[float] = times) -> None:
+            nonlocal seen
+            if t.batch == b:
+                seen += 1
+                if seen > WARMUP_STEPS:
+                    times.append(t.draft_s / b)
+
+        decoder = BatchedDecoder(target, proposer, schedule=k, max_batch=b, eos_ids=eos_ids, on_step=on_step)
+        nxt = guard = 0
+        while len(times) < steps and guard < 50 * (steps + WARMUP_STEPS) + 100:
+            while decoder.free_rows > 0:
+                decoder.add(SequenceRequest(list(prompts[nxt % len(prompts)]), max_tokens))
+                nxt += 1
+            decoder.step()
+            guard += 1
+        if times:
+            out[b] = (statistics.median(times), spread(times), len(times))
+    return out

@@ -31,7 +31,7 @@ from specmeter.load.limits import client_cores
 from specmeter.metrics.records import ModelInfo, RunRecord
 from specmeter.metrics.slo import SLO, evaluate
 from specmeter.metrics.slow_start import slow_start
-from specmeter.metrics.summary import MODEL_FILE_KEYS, danger_zone, summarize, summarize_by_category
+from specmeter.metrics.summary import MODEL_FILE_KEYS, judge, summarize, summarize_by_category
 from specmeter.monitoring.acceptance import ServerAcceptance, acceptance_from_requests
 from specmeter.monitoring.adapters import unavailable_metrics
 from specmeter.report.files import ResultFile
@@ -104,8 +104,7 @@ def _apply_server(summary: dict[str, Any], acceptance: ServerAcceptance | None) 
     else:
         # specmeter's own rates, from steps rebuilt exactly (or none at all): every load summary says which.
         summary["per_position_definition"] = "P_i" if summary.get("per_position") else None
-    in_danger, reasons = danger_zone(summary)
-    summary["danger_zone"], summary["danger_reasons"] = in_danger, reasons
+    summary.update(judge(summary))
 
 
 def effective_concurrency(role: RoleResult) -> float | None:

@@ -14,6 +14,7 @@ best k per batch size, the crossover and the schedule.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,7 @@ def run_bench_batched(
 ) -> Outcome:
     """``bench --batch B``: waves of B, the surface between waves, measured vs predicted; close."""
     from specmeter.engine.batch_runner import run_batched_interleaved, waves
+    from specmeter.engine.proposers.proposer import ModelFreeProposer
     from specmeter.engine.surface import SurfaceSampler
 
     batch = cfg.batch[0]
@@ -105,8 +107,13 @@ def run_bench_batched(
             def rates(k: int, slots: dict[int, int] = slots) -> list[float]:
                 return measured_rates(state.per_candidate.get(slots[k], []), k)
 
+            # A model-free method drafts only where it finds a match: a step at exactly k drafts comes
+            # rarely, and timing one would decode for minutes. Its surface holds the plain steps only; its
+            # price at B is replay/select --costs' (pricing: the target's step plus its lookup time).
+            free = isinstance(timed.model, ModelFreeProposer)
             samplers[draft.info.name] = SurfaceSampler(
-                state.target.model, timed.model, contexts, batches=surface_batches(batch), ks=[0, *ks],
+                state.target.model, None if free else timed.model, contexts, batches=surface_batches(batch),
+                ks=[0] if free else [0, *ks],
                 rates=rates, max_tokens=max(p.max_tokens for p in prompts),
                 repeats=surface_steps(cfg.cost_repeats),
             )  # fmt: skip
@@ -133,7 +140,10 @@ def run_bench_batched(
 
         k_max = max(m.cfg.k)
         for name, sampler in samplers.items():
-            curve = curve_at(sampler.surface(), batch, k_max + 1)
+            surface = sampler.surface()
+            if not any(p.k > 0 for p in surface.points):
+                continue  # a model-free method's plain steps only: no price for its drafting steps
+            curve = curve_at(surface, batch, k_max + 1)
             if curve is not None:
                 m.state.cost_curves[name] = curve
                 m.state.cost_curves.setdefault(m.state.target.info.name, replace(curve, draft_s=0.0))
@@ -160,11 +170,13 @@ def bench_batch_section(m: Measurement, batch: int, samplers: dict[str, SurfaceS
 
 
 def tune_batch_section(
-    m: Measurement, source: RunRecord, *, k_max: int, reporter: Reporter
+    m: Measurement, source: RunRecord, *, k_max: int, reporter: Reporter, others: Sequence[Any] = ()
 ) -> dict[str, Any] | None:
-    """tune --batch: the surface at every batch size asked for, timed after the sweep, and what it says."""
+    """tune --batch: the surface at every batch size asked for, timed after the sweep, and what it says;
+    with ``others`` (more --draft candidates) each one's own proposing cost beside it (``surfaces``,
+    ``lookups``: what ``replay``/``select --costs`` price each candidate with, ``pricing.book``)."""
     from specmeter.engine.surface import measure_cost_surface
-    from specmeter.selection.batch_analysis import analyse_batch_tune
+    from specmeter.selection.batch_analysis import analyse_batch_tune, surface_section
 
     if not m.cfg.batch or not source.requests or m.interrupted:
         return None
@@ -173,10 +185,75 @@ def tune_batch_section(
     rates = measured_rates(source.requests, source.k)
     rates += [rates[-1] * 0.9 ** (i + 1) for i in range(k_max - len(rates))]  # beyond the source k
     surface: CostSurface
+    prompts = [p.ids for p in m.prompts]
+    max_tokens = max(p.max_tokens for p in m.prompts)
     with reporter.status("timing the cost surface t_step(B, k) in the loop's rhythm…"):
         surface = measure_cost_surface(
-            m.state.target.model, draft.model, [p.ids for p in m.prompts], batches=m.cfg.batch,
-            ks=range(k_max + 1), rates=rates, max_tokens=max(p.max_tokens for p in m.prompts),
+            m.state.target.model, draft.model, prompts, batches=m.cfg.batch,
+            ks=range(k_max + 1), rates=rates, max_tokens=max_tokens,
             repeats=surface_steps(m.cfg.cost_repeats),
         )  # fmt: skip
-    return analyse_batch_tune(source, surface, k_max=k_max, draft_path=str(draft.info.path))
+    section = analyse_batch_tune(source, surface, k_max=k_max, draft_path=str(draft.info.path))
+    candidates = [draft, *[load_other(m, o) for o in others]] if others else []
+    if candidates:
+        surfaces, lookups, timed = candidate_costs(m, candidates, surface, rates, k_max, reporter)
+        section["surfaces"] = {name: surface_section(s) for name, s in surfaces.items()}
+        section["lookups"] = lookups
+        section["timed"] = timed
+    return section
+
+
+def load_other(m: Measurement, spec: Any) -> Any:
+    """A further tune --draft candidate, loaded beside the run's target (its proposing cost is timed)."""
+    from specmeter.measuring.models import load_models
+
+    _, loaded = load_models(replace(m.cfg, drafts=(spec,)))
+    return loaded[0]
+
+
+def candidate_costs(
+    m: Measurement,
+    candidates: Sequence[Any],
+    first: CostSurface,
+    rates: Sequence[float],
+    k_max: int,
+    reporter: Reporter,
+) -> tuple[dict[str, CostSurface], dict[str, dict[str, Any]], dict[str, str]]:
+    """Each candidate's own proposing cost: a surface timed with it in the loop (a model: draft, head,
+    ``layers:n``), or its host lookup time per row and step (a model-free method), timed in the loop too.
+    Returns (surfaces by name, lookups by name, how each was timed)."""
+    from specmeter.engine.proposers.proposer import ModelFreeProposer
+    from specmeter.engine.surface import measure_cost_surface, measure_lookup_time
+
+    surfaces: dict[str, CostSurface] = {}
+    lookups: dict[str, dict[str, Any]] = {}
+    timed: dict[str, str] = {}
+    prompts = [p.ids for p in m.prompts]
+    max_tokens = max(p.max_tokens for p in m.prompts)
+    target = m.state.target.model
+    for i, cand in enumerate(candidates):
+        name = cand.info.name
+        model = cand.fresh().model if hasattr(cand, "fresh") else cand.model
+        if isinstance(model, ModelFreeProposer):
+            with reporter.status(f"timing {name}'s lookups in the loop…"):
+                got = measure_lookup_time(
+                    target, model, prompts, batches=m.cfg.batch, k=k_max, max_tokens=max_tokens,
+                    eos_ids=m.state.target.eos_ids, steps=surface_steps(m.cfg.cost_repeats),
+                )  # fmt: skip
+            lookups[name] = {
+                "per_row_ms": statistics.median([t for t, _, _ in got.values()]) * 1000.0 if got else 0.0,
+                "by_batch": {str(b): {"per_row_ms": t * 1000.0, "spread_ms": s * 1000.0, "steps": n}
+                             for b, (t, s, n) in got.items()},
+            }  # fmt: skip
+            timed[name] = "host lookup per row and step, in the loop (greedy, the workload's prompts)"
+            continue
+        if i == 0:
+            surfaces[name] = first
+        else:
+            with reporter.status(f"timing {name}'s proposing cost t_step(B, k) in the loop…"):
+                surfaces[name] = measure_cost_surface(
+                    target, model, prompts, batches=m.cfg.batch, ks=range(k_max + 1), rates=rates,
+                    max_tokens=max_tokens, repeats=surface_steps(m.cfg.cost_repeats),
+                )  # fmt: skip
+        timed[name] = "its own surface: its proposing and the target's verification, in the loop"
+    return surfaces, lookups, timed

@@ -204,6 +204,11 @@ class MeasureConfig:
                 self._check_standin()
             elif not self.drafts:
                 raise MeasureError("--draft: give at least one draft model directory or method spec")
+        if self.kind == "tune" and len(self.drafts) > 1 and (not self.batch or self.backend == "vllm"):
+            raise MeasureError(
+                "--draft: tune sweeps k with one draft; several --draft time each candidate's own proposing "
+                "cost on the cost surface, which needs --batch (native backend)"
+            )
         _one_of("--dtype", self.dtype, DTYPES)
         if not _DEVICE.fullmatch(self.device):
             raise MeasureError(f"--device: {self.device!r} is not auto, cpu, cuda or cuda:N")

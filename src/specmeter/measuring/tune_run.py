@@ -89,6 +89,9 @@ def run_tune(
         m.state.cost_curves[m.state.target.info.name] = replace(curve, draft_s=0.0)
         m.state.cost_curves[m.drafts[0].info.name] = curve
 
+    others = list(cfg.drafts[1:])  # timed for their proposing cost only (--batch); the sweep is the first's
+    if others:
+        cfg = replace(cfg, drafts=cfg.drafts[:1])
     m = run_candidates(
         cfg, reporter, measure=measure, on_costs=on_costs,
         after_runs=derive if cfg.backend == "vllm" else None,
@@ -103,7 +106,7 @@ def run_tune(
         from specmeter.measuring.batch_run import tune_batch_section
 
         source = next(r for r in runs if r.k == section["source_k"])
-        batched = tune_batch_section(m, source, k_max=k_max, reporter=reporter)
+        batched = tune_batch_section(m, source, k_max=k_max, reporter=reporter, others=others)
         if batched is not None:
             section["batch"] = batched
     return close(m, section, render=render)

@@ -7,7 +7,7 @@ lists, and keeps full precision, so the result is plain JSON that bench, tune, l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from specmeter.metrics.acceptance import (
@@ -53,6 +53,8 @@ __all__ = [
     "SPEEDUP_DANGER",
     "SUMMARY_KEYS",
     "danger_zone",
+    "judge",
+    "speedup_verdict",
     "summarize",
     "summarize_by_category",
 ]
@@ -115,6 +117,8 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "bandwidth_fraction",
     "danger_zone",
     "danger_reasons",
+    "verdict",
+    "warnings",
 )
 
 
@@ -244,10 +248,10 @@ def summarize(
         "bandwidth_fraction": bandwidth_fraction(achieved, copy_rate),
         "danger_zone": False,
         "danger_reasons": [],
+        "verdict": None,
+        "warnings": [],
     }
-    in_danger, reasons = danger_zone(summary)
-    summary["danger_zone"] = in_danger
-    summary["danger_reasons"] = reasons
+    summary.update(judge(summary))
     return summary
 
 
@@ -299,22 +303,73 @@ def _figure(value: float, threshold: float, suffix: str = "") -> str:
     return f"{value!r}{suffix}"
 
 
+def speedup_verdict(e: float | None, ci: Sequence[float] | None = None) -> str | None:
+    """``pays`` (the interval lies above 1, or E ≥ 1 without one), ``slower`` (below 1, or E < 1), or
+    ``unclear`` (the interval holds 1); None without a speedup (docs/metrics.md, "Verdicts")."""
+    if not isinstance(e, float | int):
+        return None
+    if ci is not None and len(ci) == 2:
+        lo, hi = float(ci[0]), float(ci[1])
+        if lo > SPEEDUP_DANGER:
+            return "pays"
+        if hi < SPEEDUP_DANGER:
+            return "slower"
+        return "unclear"
+    return "pays" if e >= SPEEDUP_DANGER else "slower"
+
+
+def _alpha_effect(alpha: float, e: float, share: object) -> str:
+    """The α rule as a warning when a speedup is known: what low acceptance costs, and why E is what it is."""
+    text = f"α {_figure(alpha, ACCEPTANCE_DANGER)}: most drafted tokens are discarded"
+    if e < SPEEDUP_DANGER:
+        return f"{text}, and speculation is slower ({e:.2f}x)"
+    if isinstance(share, float | int) and share < 0.9:
+        why = f"it drafts at only {share:.0%} of the steps, where it has a match"
+    else:
+        why = "what it does accept outweighs drafting and verifying the rest"
+    return f"{text}; still {e:.2f}x because {why}"
+
+
+def judge(
+    summary: Mapping[str, object], *, speedup_key: str = "speedup_measured", what: str = "measured"
+) -> dict[str, object]:
+    """``danger_zone``, ``danger_reasons``, ``verdict`` and ``warnings`` of a summary (docs/metrics.md,
+    "Verdicts"): the verdict comes from the speedup and its interval; the field report's α < 0.5 rule is a
+    named warning with its effect, and puts a run in the danger zone only when no speedup is known."""
+    e = summary.get(speedup_key)
+    ci = summary.get(f"{speedup_key}_ci")
+    interval = ci if isinstance(ci, list | tuple) and len(ci) == 2 else None
+    verdict = speedup_verdict(e if isinstance(e, float | int) else None, interval)  # type: ignore[arg-type]
+    reasons: list[str] = []
+    warnings: list[str] = []
+    alpha = summary.get("acceptance_rate")
+    if isinstance(alpha, float | int) and alpha < ACCEPTANCE_DANGER:
+        if isinstance(e, float | int):
+            share = summary.get("drafting_share")
+            if share is None:
+                steps, forwards = summary.get("steps"), summary.get("target_forwards")
+                if isinstance(steps, int) and isinstance(forwards, int) and forwards:
+                    share = steps / forwards
+            warnings.append(_alpha_effect(float(alpha), float(e), share))
+        else:
+            reasons.append(
+                f"acceptance rate {_figure(alpha, ACCEPTANCE_DANGER)} < {ACCEPTANCE_DANGER:.2f}: "
+                "most drafted tokens are thrown away (no speedup to judge by)"
+            )
+    if verdict == "slower" or (verdict == "unclear" and isinstance(e, float | int) and e < SPEEDUP_DANGER):
+        assert isinstance(e, float | int)
+        reasons.append(
+            f"{what} speedup {_figure(e, SPEEDUP_DANGER, 'x')} < {SPEEDUP_DANGER:.2f}x: "
+            "speculative decoding is slower than decoding without it"
+            + (" (its interval holds 1.00x)" if verdict == "unclear" else "")
+        )
+    return {"danger_zone": bool(reasons), "danger_reasons": reasons, "verdict": verdict, "warnings": warnings}
+
+
 def danger_zone(summary: Mapping[str, object]) -> tuple[bool, list[str]]:
-    """(in the danger zone, reasons): α < 0.5 or E_meas < 1.0 (docs/metrics.md), each a plain sentence.
+    """(in the danger zone, reasons) of :func:`judge`: E_meas < 1.0, or α < 0.5 where no E_meas is known.
 
     Figures that are None (a baseline run, no baseline to compare with) raise no alarm.
     """
-    reasons: list[str] = []
-    alpha = summary.get("acceptance_rate")
-    if isinstance(alpha, float | int) and alpha < ACCEPTANCE_DANGER:
-        reasons.append(
-            f"acceptance rate {_figure(alpha, ACCEPTANCE_DANGER)} < {ACCEPTANCE_DANGER:.2f}: "
-            "most drafted tokens are thrown away"
-        )
-    e_meas = summary.get("speedup_measured")
-    if isinstance(e_meas, float | int) and e_meas < SPEEDUP_DANGER:
-        reasons.append(
-            f"measured speedup {_figure(e_meas, SPEEDUP_DANGER, 'x')} < {SPEEDUP_DANGER:.2f}x: "
-            "speculative decoding is slower than decoding without it"
-        )
-    return bool(reasons), reasons
+    judged = judge(summary)
+    return bool(judged["danger_zone"]), list(judged["danger_reasons"])  # type: ignore[call-overload]

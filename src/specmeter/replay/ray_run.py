@@ -111,7 +111,7 @@ def _cause(error: BaseException) -> BaseException:
 
 
 def _failed(error: BaseException, index: int, count: int) -> Exception:
-    from specmeter.replay.costs import CostsError
+    from specmeter.pricing import CostsError
 
     cause = _cause(error)
     if isinstance(cause, EmptyShard):
@@ -137,7 +137,7 @@ def replay_on_ray(
         raise ValueError("replay_on_ray needs cfg.ray (an address)")
     reporter = reporter or Silent()
     ray = _ray()
-    from specmeter.replay.costs import predictor
+    from specmeter.pricing import predictor
 
     predict = predictor(cfg.costs) if cfg.costs is not None else None
     shard_cfg = dataclasses.replace(cfg, json_out=None, csv_out=None, html_out=None)  # the driver writes

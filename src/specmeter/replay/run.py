@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 from specmeter import jsonsafe
@@ -29,7 +30,8 @@ from specmeter.goldenset.formats import Problem
 from specmeter.measuring.progress import Reporter, Silent
 from specmeter.methods import DraftDir, MethodSpec
 from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord, StepRecord, run_label
-from specmeter.metrics.summary import MODEL_FILE_KEYS, danger_zone, summarize, summarize_by_category
+from specmeter.metrics.summary import MODEL_FILE_KEYS, judge, summarize, summarize_by_category
+from specmeter.pricing.book import is_model_free
 from specmeter.replay.config import EmptyShard, ReplayConfig, ReplayError
 from specmeter.replay.logs import NoResponses, iter_log, log_files
 from specmeter.replay.proposers import ReplayProposer, replay_proposer
@@ -198,7 +200,7 @@ def _placeholder(name: str, path: str) -> ModelInfo:
 def _strip(summary: dict[str, Any]) -> dict[str, Any]:
     for key in TIMING_KEYS:
         summary[key] = None
-    summary["danger_zone"], summary["danger_reasons"] = danger_zone(summary)
+    summary.update(judge(summary))
     return summary
 
 
@@ -228,6 +230,23 @@ class Replayed:
 
     rows: dict[tuple[str, int], list[Row]]
     tally: LogTally
+    # Model-free methods: [seconds spent proposing, proposals asked] — replay's own host time per row and
+    # step, the lookup cost ``--costs`` uses where the cost file did not time the method (pricing.book).
+    lookups: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+
+
+def _timed(proposer: ReplayProposer, cell: list[float]) -> None:
+    """Count the seconds ``proposer.propose`` takes into ``cell`` ([seconds, calls])."""
+    inner = proposer.propose
+
+    def propose(context: Sequence[int], d: int) -> list[int]:
+        t = perf_counter()
+        out = inner(context, d)
+        cell[0] += perf_counter() - t
+        cell[1] += 1
+        return out
+
+    proposer.propose = propose  # type: ignore[method-assign]
 
 
 def _runs(
@@ -264,6 +283,9 @@ def replay_log(
     runs = _runs(cfg, engine)
     learners = [p for p in runs.values() if p.learns]
     rows: dict[tuple[str, int], list[Row]] = {key: [] for key in runs}
+    lookups = {key: [0.0, 0.0] for key, p in runs.items() if is_model_free(key[0])}
+    for key, cell in lookups.items():
+        _timed(runs[key], cell)
     tally = LogTally()
     shard_i, shard_n = cfg.shard or (0, 1)
     total = sum(p.stat().st_size for p in log_files(cfg.sources))
@@ -335,7 +357,7 @@ def replay_log(
             raise ReplayError(str(e)) from None
         except OSError as e:
             raise ReplayError(f"--from: cannot read ({e})") from None
-    return Replayed(rows, tally)
+    return Replayed(rows, tally, lookups)
 
 
 # ------------------------------------------------------------------------------------------ result
@@ -349,6 +371,11 @@ def _section(
         "log": t.as_dict(),
         "exact": t.sampled == 0 and t.unknown_temperature == 0,
         "past_end": {f"{c['draft']}@k={c['k']}": c["past_end"] for c in candidates},
+        "lookup_us_per_step": {
+            f"{c['draft']}@k={c['k']}": c["lookup_s"] * 1e6
+            for c in candidates
+            if c.get("lookup_s") is not None
+        },
         "costs": costs,
     }
     if cfg.shard is not None:
@@ -371,6 +398,9 @@ def build_result(
     candidates = figures(replayed.rows, cfg.model_name)
     for c in candidates:
         result.add_candidate(c["draft"], c["k"], c["summary"], c["by_category"], method=c["draft"])
+        seconds, calls = replayed.lookups.get((c["draft"], c["k"]), (0.0, 0.0))
+        if calls:
+            c["lookup_s"] = seconds / calls
     predicted = costs(candidates) if costs is not None else None
     result.set_section("replay", _section(cfg, replayed, candidates, predicted))
     return result
@@ -404,7 +434,7 @@ def replay_from(cfg: ReplayConfig, *, reporter: Reporter | None = None) -> tuple
     """Everything ``specmeter replay`` does with a config, one ``--shard`` included (a Ray worker runs
     exactly this): ``--costs`` read, ``--target``'s tokenizer (and weights, for the draft methods) opened,
     the log replayed, the result file and CSV written. Raises :class:`ReplayError` or ``CostsError``."""
-    from specmeter.replay.costs import predictor
+    from specmeter.pricing import predictor
     from specmeter.replay.target import engine_proposers, open_checks
 
     predict = predictor(cfg.costs) if cfg.costs is not None else None
@@ -491,7 +521,7 @@ def merge_results(
     k); ``--csv`` written from the merged rows too. The predicted speedups are computed again from the
     merged figures, with ``costs`` or else the cost file the shards were run with (a shard's own figures
     are not the run's)."""
-    from specmeter.replay.costs import CostsError, predictor
+    from specmeter.pricing import CostsError, predictor
 
     shards = [(str(p), _read_shard(p)) for p in paths]
     recorded = shards[0][1]["run"]["config"].get("costs") if shards else None
@@ -513,6 +543,19 @@ def merge_results(
         config = {k: v for k, v in first.items() if k not in _SHARD_FREE}
         config.update(shard=None, merged=len(shards), costs=str(costs))
     return merge_shards(shards, json_out, csv_out, config=config, costs=predict)
+
+
+def _merged_lookups(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, float]:
+    """The shards' lookup times per step (µs), averaged over the shards that timed each candidate."""
+    seen: dict[str, list[float]] = {}
+    for _, data in shards:
+        timed = data["replay"].get("lookup_us_per_step")
+        if not isinstance(timed, Mapping):
+            continue
+        for label, us in timed.items():
+            if isinstance(us, int | float) and not isinstance(us, bool) and 0 <= us < 1e9:
+                seen.setdefault(str(label), []).append(float(us))
+    return {label: sum(v) / len(v) for label, v in seen.items()}
 
 
 def merge_shards(
@@ -568,12 +611,16 @@ def merge_shards(
     result = ResultFile(json_out, kind="replay", config=merged_config)
     result.set_models(first["run"]["models"]["target"])
     candidates = figures(rows, str(shard_config.get("model")))
+    lookups = _merged_lookups(shards)
     for c in candidates:
         result.add_candidate(c["draft"], c["k"], c["summary"], c["by_category"], method=c["draft"])
+        if run_label(c["draft"], c["k"]) in lookups:
+            c["lookup_s"] = lookups[run_label(c["draft"], c["k"])] / 1e6
     section = {
         "log": log,
         "exact": first["replay"].get("exact"),
         "past_end": {f"{c['draft']}@k={c['k']}": c["past_end"] for c in candidates},
+        "lookup_us_per_step": lookups,
         "costs": costs(candidates) if costs is not None else first["replay"].get("costs"),
         "merged_from": [
             str(p) for p, _ in sorted(shards, key=lambda s: int(s[1]["replay"]["shard"]["index"]))

@@ -98,6 +98,20 @@ def _category_table(result: Mapping[str, Any]) -> Table | None:
     return table
 
 
+_BASIS = {
+    "measured": "its own cost",
+    "lookup": "lookup time",
+    "what-if": "what-if cells",
+    "sweep": "the sweep",
+}
+
+
+def _priced_with(row: Mapping[str, Any]) -> str:
+    if row.get("borrowed_from"):
+        return f"borrowed: {row['borrowed_from']}'s cost (estimate)"
+    return _BASIS.get(str(row.get("cost_basis")), str(row.get("cost_basis") or DASH))
+
+
 def _costs_table(costs: Mapping[str, Any]) -> Table:
     batches = [str(b) for b in costs.get("batches") or []]
     table = Table(
@@ -108,10 +122,32 @@ def _costs_table(costs: Mapping[str, Any]) -> Table:
     table.add_column("method @ k")
     for b in batches:
         table.add_column(f"B={b}")
+    table.add_column("priced with")
     for row in costs.get("rows") or []:
-        cells = [Text(fmt_speedup((row.get("e") or {}).get(b))) for b in batches]
-        table.add_row(Text(f"{row.get('draft')} @ k={row.get('k')}"), *cells)
+        refused = row.get("refused") or {}
+        cells = [
+            Text("refused", style="yellow")
+            if b in refused
+            else Text(fmt_speedup((row.get("e") or {}).get(b)))
+            for b in batches
+        ]
+        table.add_row(Text(f"{row.get('draft')} @ k={row.get('k')}"), *cells, Text(_priced_with(row)))
     return table
+
+
+def cost_notes(costs: Mapping[str, Any]) -> list[str]:
+    """The notes of a priced section (trust, borrowed costs) and each distinct refusal with its rows."""
+    lines = [str(n) for n in costs.get("notes") or []]
+    if costs.get("note") and str(costs["note"]) not in lines:
+        lines.append(str(costs["note"]))
+    reasons: dict[str, list[str]] = {}
+    for row in costs.get("rows") or []:
+        for b, why in (row.get("refused") or {}).items():
+            reasons.setdefault(str(why), []).append(f"{row.get('draft')}@k={row.get('k')} B={b}")
+    for why, where in reasons.items():
+        shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+        lines.append(f"refused ({shown}): {why}")
+    return lines
 
 
 def render_replay(result: Mapping[str, Any], console: Console) -> None:
@@ -165,8 +201,8 @@ def render_replay(result: Mapping[str, Any], console: Console) -> None:
     costs = section.get("costs")
     if isinstance(costs, Mapping) and costs.get("rows"):
         console.print(_costs_table(costs))
-        if costs.get("note"):
-            console.print(Text(str(costs["note"]), style="dim"), soft_wrap=True)
+        for line in cost_notes(costs):
+            console.print(Text(line, style="yellow"), soft_wrap=True)
     else:
         console.print(
             Text(

@@ -136,8 +136,12 @@ def analyse_batch_bench(
         measured = speedup_measured(run.requests, baseline.requests, decode_only=True)
         ci = paired_speedup_ci(base, spec)
         tau = acceptance_length_by_k(run.requests, run.k)[run.k]
-        steady = predict_speedup_batched(surface, batch, run.k, tau)
-        waves = predict_speedup_waves(surface, _waves(baseline.requests, batch), _waves(run.requests, batch))
+        steady = waves = None
+        if any(p.k > 0 for p in surface.points):  # a model-free method's surface holds plain steps only
+            steady = predict_speedup_batched(surface, batch, run.k, tau)
+            waves = predict_speedup_waves(
+                surface, _waves(baseline.requests, batch), _waves(run.requests, batch)
+            )
         rows.append(
             {
                 "draft": None if run.draft is None else run.draft.name,

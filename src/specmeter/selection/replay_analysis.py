@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from specmeter.metrics.summary import danger_zone
+from specmeter.metrics.summary import judge
 from specmeter.selection.acceptance_source import (
     AcceptanceSourceError,
     Figures,
@@ -65,14 +65,12 @@ def _domains(
     return {c: n / total for c, n in counts.items()}, {c: c for c in counts}
 
 
-def _danger(alpha: float | None, e: float | None, batch: int | None) -> tuple[bool, list[str]]:
-    _, reasons = danger_zone({"acceptance_rate": alpha})
-    if e is not None and e < 1.0:
-        reasons = [
-            *reasons,
-            f"predicted speedup {e:.2f}x at B={batch} < 1.00x: slower than decoding without it",
-        ]
-    return bool(reasons), reasons
+def _judged(alpha: float | None, e: float | None, batch: int | None, share: float | None) -> dict[str, Any]:
+    """``metrics.summary.judge`` on a predicted E (no interval: a result holds no per-request times): the
+    verdict from E at ``batch``; α < 0.5 a warning beside it, the danger zone only without an E."""
+    what = f"predicted (B={batch})" if batch is not None else "predicted"
+    return judge({"acceptance_rate": alpha, "speedup": e, "drafting_share": share}, speedup_key="speedup",
+                 what=what)  # fmt: skip
 
 
 def _weighted(
@@ -108,6 +106,7 @@ def analyse_source(
     batches: list[int] = []
     e: dict[str, list[dict[str, float | None]]] = {n: [{} for _ in cands] for n in names}
     costs: dict[str, Any] | None = None
+    priced: dict[str, list[dict[str, Any]]] = {n: [{} for _ in cands] for n in names}
     if predict is not None:
         entries = [{"draft": c.draft, "k": c.k, "summary": f.summary(c.k)} for n in names
                    for c, f in zip(cands, figs[n], strict=True)]  # fmt: skip
@@ -115,7 +114,12 @@ def analyse_source(
         rows = iter(got.get("rows") or [])
         for n in names:
             for j in range(len(cands)):
-                e[n][j] = dict(next(rows).get("e") or {})
+                row = next(rows)
+                e[n][j] = dict(row.get("e") or {})
+                priced[n][j] = {
+                    "cost_basis": row.get("cost_basis"), "borrowed_from": row.get("borrowed_from"),
+                    "refused": dict(row.get("refused") or {}),
+                }  # fmt: skip
         batches = sorted(int(b) for b in got.get("batches") or [])
         if not batches:
             raise AcceptanceSourceError(f"--costs: {got.get('source')}: no batch size to predict at")
@@ -124,7 +128,8 @@ def analyse_source(
                 f"--batch {batch}: the cost surface has B = {', '.join(map(str, batches))} only"
             )
         batch = batches[0] if batch is None else batch
-        costs = {"source": got.get("source"), "batches": batches, "batch": batch}
+        costs = {"source": got.get("source"), "batches": batches, "batch": batch,
+                 "notes": list(got.get("notes") or []), "verdict": got.get("verdict")}  # fmt: skip
     elif batch is not None:
         raise AcceptanceSourceError("--batch: a batch size needs a cost surface (--costs)")
 
@@ -141,7 +146,10 @@ def analyse_source(
              for b in batches}  # fmt: skip
     score = e_mix[batch] if costs is not None and batch is not None else tau_mix
 
-    by_domain = {n: [_domain_row(c, figs[n][j], e[n][j], batch) for j, c in enumerate(cands)] for n in names}
+    by_domain = {
+        n: [{**_domain_row(c, figs[n][j], e[n][j], batch), **priced[n][j]} for j, c in enumerate(cands)]
+        for n in names
+    }
     picks: dict[str, int | None] = {}
     for n in names:
         scored = [(v, j) for j in range(len(cands)) if (v := value(n, j)) is not None]
@@ -159,14 +167,14 @@ def analyse_source(
     for rank, j in enumerate(order, start=1):
         c = cands[j]
         predicted = score[j] if costs is not None else None
-        flag, reasons = _danger(c.overall.alpha, predicted, batch)
+        judged = _judged(c.overall.alpha, predicted, batch, c.overall.drafting_share)
         ranking.append({
             "rank": rank, "draft": c.draft, "k": c.k, "speedup_weighted": predicted,
             "speedup_weighted_ci": None, "speedup_by_batch": {str(b): e_mix[b][j] for b in batches},
             "tokens_per_step_weighted": tau_mix[j], "acceptance_rate": c.overall.alpha,
             "drafting_share": c.overall.drafting_share,
             "lower_bound": any(figs[n][j].lower_bound(c.k) for n, wn in zip(names, w, strict=True) if wn > 0),
-            "danger_zone": flag, "danger_reasons": reasons,
+            **judged,
         })  # fmt: skip
 
     single: dict[str, Any] | None = None
@@ -181,7 +189,8 @@ def analyse_source(
     routed = {
         n: None if j is None else {key: by_domain[n][j][key] for key in
                                    ("draft", "k", "speedup_predicted", "tokens_per_step", "danger_zone",
-                                    "danger_reasons")}
+                                    "danger_reasons", "verdict", "warnings", "cost_basis", "borrowed_from")
+                                   if key in by_domain[n][j]}
         for n, j in picks.items()
     }  # fmt: skip
     section: dict[str, Any] = {
@@ -223,14 +232,14 @@ def _domain_row(
     c: SourceCandidate, f: Figures, e: Mapping[str, float | None], batch: int | None
 ) -> dict[str, Any]:
     predicted = e.get(str(batch)) if batch is not None else None
-    flag, reasons = _danger(f.alpha, predicted, batch)
+    judged = _judged(f.alpha, predicted, batch, f.drafting_share)
     return {
         "draft": c.draft, "k": c.k, "requests": f.requests, "accepted_tokens": f.accepted_tokens,
         "drafted_tokens": f.drafted, "acceptance_rate": f.alpha, "acceptance_rate_ci": f.alpha_ci,
         "beta": f.beta, "acceptance_length": f.acceptance_length, "acceptance_length_k": f.tau_low(c.k),
         "tokens_per_step": f.tokens_per_step(c.k), "lower_bound": f.lower_bound(c.k),
         "drafting_share": f.drafting_share, "speedup_predicted": predicted, "speedup_by_batch": dict(e),
-        "danger_zone": flag, "danger_reasons": reasons,
+        **judged,
     }  # fmt: skip
 
 
@@ -295,7 +304,12 @@ def source_lines(section: Mapping[str, Any]) -> list[str]:
             danger = (
                 " — in the danger zone: " + " ".join(pick["danger_reasons"]) if pick["danger_zone"] else ""
             )
-            lines.append(f"{domain}: {pick['draft']} at k={pick['k']} ({figure}){danger}.")
+            warned = "".join(f" — {w}" for w in pick.get("warnings") or [])
+            borrowed = (
+                f" — priced with {pick['borrowed_from']}'s proposing cost, an estimate"
+                if pick.get("borrowed_from") else ""
+            )  # fmt: skip
+            lines.append(f"{domain}: {pick['draft']} at k={pick['k']} ({figure}){danger}{warned}{borrowed}.")
     value = router["speedup_weighted"] if costs is not None else router["tokens_per_step_weighted"]
     if router["gain_over_single"] is not None and len(rec["by_domain"]) > 1 and value is not None:
         figure = _x(value) if costs is not None else _tau(value)
@@ -303,6 +317,8 @@ def source_lines(section: Mapping[str, Any]) -> list[str]:
             f"A router by domain would reach {figure}, {router['gain_over_single']:+.0%} over one method for "
             "all (an upper estimate: choices made on the same data)."
         )
+    for note in (costs or {}).get("notes") or []:
+        lines.append(f"Cost file: {note}.")
     if section["source"].get("exact") is False:
         lines.append(
             "The log holds sampled (or unknown-temperature) requests: the replayed acceptance estimates the "

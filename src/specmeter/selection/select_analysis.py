@@ -21,7 +21,7 @@ from specmeter.methods import DRAFT_MODEL
 from specmeter.metrics.acceptance import acceptance_counts, acceptance_rate
 from specmeter.metrics.memory import extra_memory_bytes
 from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, RunRecord
-from specmeter.metrics.summary import danger_zone, summarize
+from specmeter.metrics.summary import judge, summarize
 from specmeter.report.fmt import fmt_bytes
 from specmeter.selection.mix import assign_domains, bootstrap_weighted, weighted_speedups
 
@@ -142,7 +142,13 @@ def _ranking(runs: Sequence[RunRecord], scores: _Scores) -> tuple[list[int], lis
     rows = []
     for rank, j in enumerate(order, start=1):
         alpha = acceptance_rate(acceptance_counts(runs[j].requests))
-        flag, reasons = danger_zone({"acceptance_rate": alpha, "speedup_measured": scores.point[j]})
+        counts = acceptance_counts(runs[j].requests)
+        judged = judge(
+            {"acceptance_rate": alpha, "speedup_measured": scores.point[j],
+             "speedup_measured_ci": scores.ci(j), "steps": counts.steps,
+             "target_forwards": counts.target_forwards},
+            what="traffic-weighted",
+        )  # fmt: skip
         rows.append(
             {
                 "rank": rank,
@@ -151,8 +157,7 @@ def _ranking(runs: Sequence[RunRecord], scores: _Scores) -> tuple[list[int], lis
                 "speedup_weighted": scores.point[j],
                 "speedup_weighted_ci": scores.ci(j),
                 "acceptance_rate": alpha,
-                "danger_zone": flag,
-                "danger_reasons": reasons,
+                **judged,
             }
         )
     return order, rows

@@ -41,6 +41,7 @@ from specmeter.metrics.slo import wilson_interval
 from specmeter.metrics.speedup import pair_latencies, speedup_measured
 from specmeter.metrics.stats import bootstrap_ratio_ci, paired_speedup_ci
 from specmeter.metrics.synthetic import SyntheticProfile, draw_requests, geometric_profile, request_steps
+from specmeter.pricing.whatif import measured_cells, surface_e
 
 __all__ = [
     "alpha_for_speedup",
@@ -123,39 +124,6 @@ def cell_summary(
 
 
 Cell = Mapping[str, Any]
-
-
-def _cells(section: Mapping[str, Any], k: int, batch: int) -> list[tuple[float, float]]:
-    """(α, E) of the measured cells at (k, B), by α; cells without an E are left out."""
-    out = []
-    for c in section.get("cells") or []:
-        if c.get("k") == k and c.get("batch") == batch and c.get("e") is not None:
-            out.append((float(c["alpha"]), float(c["e"])))
-    return sorted(out)
-
-
-def surface_e(section: Mapping[str, Any], alpha: float, k: int, batch: int) -> tuple[float, bool] | None:
-    """(E, extrapolated) at α for (k, B), linear between the neighbouring measured α; None without 2 points.
-
-    At a measured α it is that cell's E. Beyond the grid the line through the two nearest points is
-    extended (``extrapolated`` True) and E is kept at 0 or above.
-    """
-    pts = _cells(section, k, batch)
-    for a, e in pts:
-        if abs(a - alpha) < 1e-9:
-            return e, False
-    if len(pts) < 2:
-        return None
-    inside = pts[0][0] <= alpha <= pts[-1][0]
-    if alpha < pts[0][0]:
-        (a0, e0), (a1, e1) = pts[0], pts[1]
-    elif alpha > pts[-1][0]:
-        (a0, e0), (a1, e1) = pts[-2], pts[-1]
-    else:
-        i = next(i for i in range(1, len(pts)) if pts[i][0] >= alpha)
-        (a0, e0), (a1, e1) = pts[i - 1], pts[i]
-    e = e0 + (e1 - e0) * (alpha - a0) / (a1 - a0)
-    return max(0.0, e), not inside
 
 
 def _step_costs(section: Mapping[str, Any], alpha: float, k: int) -> CostSurface | None:
@@ -305,7 +273,7 @@ def break_even(section: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     per: list[dict[str, Any]] = []
     for b in batches:
         for k in ks:
-            pts = _cells(section, k, b)
+            pts = measured_cells(section, k, b)
             if not pts:
                 continue
             alpha = _crossing(pts)

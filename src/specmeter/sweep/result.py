@@ -40,7 +40,7 @@ from specmeter.engine.schedule import KSchedule, ScheduleError
 from specmeter.load.config import Phase
 from specmeter.load.level import PhaseResult, RoleResult
 from specmeter.load.result import level_entry
-from specmeter.metrics.summary import danger_zone
+from specmeter.metrics.summary import judge
 from specmeter.sweep.config import BASELINE_NAME, SweepConfig
 from specmeter.sweep.search import capacity_section, level_slo
 from specmeter.sweep.state import END, ConfigRun, SweepRun, none_completed
@@ -98,7 +98,7 @@ def _combine_summary(summary: dict[str, Any], end: Mapping[str, Any]) -> None:
         _num(summary.get("speedup_measured_decode")), None, _num(end.get("speedup_measured_decode")), None
     )
     summary.update(speedup_measured=e, speedup_measured_ci=ci, speedup_measured_decode=decode)
-    summary["danger_zone"], summary["danger_reasons"] = danger_zone(summary)
+    summary.update(judge(summary))
 
 
 def against_both(entry: dict[str, Any], end_entry: Mapping[str, Any]) -> None:
