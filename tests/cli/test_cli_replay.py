@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pricing_expect import expected_e
 from cli_helpers import assert_usage_error
 from typer.testing import CliRunner
 
@@ -140,14 +141,19 @@ def test_costs_predict_speedup_per_batch(tiny: Any, log: Path, tmp_path: Path) -
         ],
     )
     assert result.exit_code == 0, result.output
-    data, tau, f = _tau_and_share(out, 2)
-    e = data["replay"]["costs"]["rows"][0]["e"]
-    # model-free: the surface's draft time is taken out of the step; the steps without a proposal cost
-    # t_step(B, 0) and yield one token (docs/replay.md, --costs)
+    data = json.loads(out.read_text("utf-8"))
+    row = data["replay"]["costs"]["rows"][0]
+    summary = data["candidates"][0]["summary"]
+    # model-free: the target's part of the step (step − draft) plus the lookup time replay measured, per row
+    # and step, at every forward; a batched step costs its longest row (docs/metrics.md, pricing)
+    lookup = data["replay"]["lookup_us_per_step"]["ngram:min=2,max=3@k=2"] / 1e6
+    assert 0 < lookup < 0.01 and row["cost_basis"] == "lookup" and "measured by replay" in row["cost"]
     for b, base in (("1", 10.0), ("8", 20.0)):
-        tokens = f * tau + 1 - f
-        time = f * (base + 6 - 2) + (1 - f) * base
-        assert e[b] == pytest.approx(tokens * base / time)
+
+        def step_s(batch: int, d: int, base: float = base) -> float:
+            return (base + 2 * d) / 1000 + lookup * batch
+
+        assert row["e"][b] == pytest.approx(expected_e(summary, int(b), step_s, base / 1000))
     assert "predicted speedup E(B)" in result.output and "Acceptance only" not in result.output
     bad = tmp_path / "bad.json"
     bad.write_text("{}", "utf-8")

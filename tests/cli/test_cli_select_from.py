@@ -13,6 +13,7 @@ import pytest
 from cli_helpers import assert_usage_error
 from typer.testing import CliRunner
 
+from pricing_expect import expected_e
 from replay_results import read, replay_result
 from specmeter.cli.app import app
 from specmeter.metrics.batch_surface import tau_by_k
@@ -140,12 +141,14 @@ def test_select_from_a_replay_with_costs_ranks_by_the_predicted_speedup(
         for b, base in ((1, 10.0), (8, 20.0)):
             parts = []
             for name, q in cats.items():
-                # docs/metrics.md: E(B, k) = τ(k) · t_step(B, 0) / t_step(B, k), the draft's time taken out
-                # of the step for a model-free method, the steps without a proposal plain forwards
-                # (docs/replay.md, --costs)
-                f = _share(q)
-                tokens = f * _tau_low(q, k) + 1 - f
-                e = tokens * base / (f * (base + 3 * k - k) + (1 - f) * base)
+                # pricing: the target's part of the step (step − draft: base + 2d ms) plus the lookup time the
+                # replay measured, per row at every forward; a batched step costs its longest row
+                lookup = source["replay"]["lookup_us_per_step"][f"{c['draft']}@k={k}"] / 1e6
+
+                def step_s(batch: int, d: int, base: float = base, lookup: float = lookup) -> float:
+                    return (base + 2 * d) / 1000 + lookup * batch
+
+                e = expected_e(q, b, step_s, base / 1000)
                 (row,) = [x for x in s["by_domain"][name] if (x["draft"], x["k"]) == (c["draft"], k)]
                 assert row["speedup_by_batch"][str(b)] == pytest.approx(e)
                 parts.append((s["mix"][name], q["emitted_tokens"] / q["requests"], e))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from metrics_builders import CURVE, baseline_run, request, spec_run, step
 
-from specmeter.metrics.costmodel import step_mix
+from specmeter.metrics.costmodel import predict_step_mix, step_mix
 from specmeter.metrics.records import CostCurve
 from specmeter.metrics.speedup import (
     cost_ratio,
@@ -60,7 +60,9 @@ def test_speedup_calibrated() -> None:
     assert speedup_calibrated(step_mix([step(5, 2)] * 2), CURVE) == pytest.approx(1.2)
     assert speedup_calibrated(None, CURVE) is None
     assert speedup_calibrated(step_mix([step(4, 1)]), None) is None
-    assert speedup_calibrated(step_mix([step(0, 0)]), CURVE) is None  # no verification step
+    # a plain forward alone: one token at t_T(1), E_cal exactly 1
+    assert speedup_calibrated(step_mix([step(0, 0)]), CURVE) == pytest.approx(1.0)
+    assert speedup_calibrated(step_mix([]), CURVE) is None  # no decode forward
     zero = CostCurve(target_s=(0.0, 0.0), draft_s=0.0)
     assert speedup_calibrated(step_mix([step(1, 1)]), zero) is None  # zero guard
 
@@ -73,8 +75,26 @@ def test_speedup_calibrated_prices_each_step_with_its_own_draft_length() -> None
     flat = CostCurve(target_s=(0.010,) * 5, draft_s=0.002)
     steps = [step(4, 4), step(1, 1)] * 10
     assert speedup_calibrated(step_mix(steps), flat) == pytest.approx(70 / 30)
-    # target-only steps are not verification steps: they leave E_cal alone (as they leave τ)
-    assert speedup_calibrated(step_mix([*steps, step(0, 0)]), flat) == pytest.approx(70 / 30)
+    # a forward that drafted nothing costs t_T(1) and yields one token: E_cal pays for it as E_meas does
+    assert speedup_calibrated(step_mix([*steps, step(0, 0)]), flat) == pytest.approx(71 / 31)
+
+
+def test_speedup_calibrated_follows_the_drafting_share() -> None:
+    """Issue 37: a method that drafts on a share f of the steps has E_cal (f·τ + 1 − f)/(f·τ/E_k + 1 − f),
+    E_k its E_cal over the drafting steps alone; the measured proposing time the curve does not price is
+    added (a lookup, a head)."""
+    flat = CostCurve(target_s=(0.010,) * 5, draft_s=0.0)
+    drafting = [step(4, 3), step(4, 1), step(2, 2)]
+    e_k = speedup_calibrated(step_mix(drafting), flat)
+    assert e_k is not None
+    tau = (4 + 2 + 3) / 3
+    for plain in (0, 1, 3, 9, 40):
+        f = 3 / (3 + plain)
+        got = speedup_calibrated(step_mix([*drafting, *[step(0, 0)] * plain]), flat)
+        assert got == pytest.approx((f * tau + 1 - f) / (f * tau / e_k + 1 - f))
+    # 43 forwards with 6 ms of lookups in all: the lookups are paid
+    steps = [*drafting, *[step(0, 0)] * 40]
+    assert speedup_calibrated(step_mix(steps), flat, 0.006) == pytest.approx(49 * 0.010 / (43 * 0.010 + 0.006))
 
 
 def test_predict_speedup_calibrated_from_conditional_rates() -> None:
@@ -83,9 +103,14 @@ def test_predict_speedup_calibrated_from_conditional_rates() -> None:
     #   3 left: d = 2, a = 0 (1/2) -> 2 left; a = 1 (1/4) -> 1 left; a = 2 (1/4) -> done
     #   2 left: d = 1, a = 0 (1/2) -> 1 left; a = 1 (1/2) -> done
     #   1 left: a target-only forward.
-    # E[steps with d=2] = 1, E[steps with d=1] = 1/2, credited 1.75 + 1/2·1.5 = 2.5 tokens
-    # priced: 1·(2·2 + 12) + 1/2·(2 + 11) = 22.5 ms; E_cal = 2.5·10/22.5 = 10/9
-    assert predict_speedup_calibrated([(3, True)], conditional, 2, CURVE) == pytest.approx(10 / 9)
+    # E[steps with d=2] = 1, E[steps with d=1] = 1/2, credited 1.75 + 1/2·1.5 = 2.5 tokens, priced
+    # 1·(2·2 + 12) + 1/2·(2 + 11) = 22.5 ms; the expected e0 target-only forwards (one token left) add e0
+    # tokens at 10 ms each: E_cal = (2.5 + e0)·10/(22.5 + 10·e0)
+    mix = predict_step_mix([(3, True)], conditional, 2)
+    assert mix is not None
+    e0 = mix.target_only
+    got = predict_speedup_calibrated([(3, True)], conditional, 2, CURVE)
+    assert got == pytest.approx((2.5 + e0) * 10 / (22.5 + 10 * e0))
     # without shortening (an EOS ends the output) every step drafts k
     # long outputs approach the full-draft form τ(k)·t_T(1)/(k·t_D(1) + t_T(k+1)) = 1.75·10/16
     long = predict_speedup_calibrated([(100_000, False)], conditional, 2, CURVE)

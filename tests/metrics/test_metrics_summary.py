@@ -85,9 +85,10 @@ def test_worked_example_summary() -> None:
     assert s["cost_curve"] == {"target_ms": pytest.approx([10, 11, 12, 13, 14]), "draft_ms": pytest.approx(2)}
     assert s["speedup_seed"] == pytest.approx(22 / 14)
     assert s["speedup_leviathan"] == pytest.approx(211 / 81 / 1.8)
-    # E_cal prices each step with its own d: Σ(a+1) = 5+2+1+3+1+4 = 16 tokens × t_T(1) = 160 ms against
-    # five d=4 steps (8 + 14 ms) and one d=2 step (4 + 12 ms) = 126 ms
-    assert s["speedup_calibrated"] == pytest.approx(160 / 126)
+    # E_cal prices each forward with its own d: Σ(a+1) = 5+2+1+3+1+4 = 16 tokens and the target-only
+    # forward's 1 = 17 tokens × t_T(1) = 170 ms against five d=4 steps (8 + 14 ms), one d=2 step (4 + 12 ms)
+    # and the target-only forward (10 ms) = 136 ms
+    assert s["speedup_calibrated"] == pytest.approx(170 / 136)
     by_k = s["speedup_calibrated_by_k"]
     assert isinstance(by_k, list) and [row["k"] for row in by_k] == [1, 2, 3, 4]
     # E_meas = (1.2 + 2.1)/(0.6 + 1.5); decode-only (1.1 + 1.9)/(0.5 + 1.3)

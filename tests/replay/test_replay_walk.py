@@ -68,6 +68,15 @@ def test_eos_cuts_and_ends() -> None:
     assert w.past_end == 1 and w.record.finish_reason == "eos" and w.record.output_tokens == 3
 
 
+def test_a_draft_that_ends_exactly_at_eos_is_exact() -> None:
+    # issue 37: the draft 11 EOS matches through the response's end and stops there: nothing past EOS was
+    # proposed, so the live verifier accepted exactly these two; not a lower-bound step
+    p = Fixed({3: [11, 0]})
+    w = walk(p, [1, 2], [10, 11, 0], k=3, max_tokens=50, eos_ids={0}, request_id="r", category="c")
+    assert _steps(w) == [(2, 2, 2)]
+    assert w.past_end == 0 and w.record.finish_reason == "eos"
+
+
 def test_eos_as_the_bonus_token() -> None:
     p = Fixed({3: [11, 5]})
     w = walk(p, [1, 2], [10, 11, 0], k=2, max_tokens=50, eos_ids={0}, request_id="r", category="c")

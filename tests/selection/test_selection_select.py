@@ -103,9 +103,11 @@ def test_per_domain_choice_router_gain_and_danger() -> None:
     assert router["gain_over_single"] > 0.1 and router["gain_over_single_ci"][0] > 0
     assert router["drafts"] == ["draft", "draft_b"]
     assert router["extra_memory_bytes"] == sum(s["memory"][d]["extra_memory_bytes"] for d in router["drafts"])
-    # draft A on legal: α 0.25 and slower than the target -> danger zone with both reasons
+    # draft A on legal: α 0.25 and slower than the target -> the danger zone for its speedup; α a warning
     legal_a = next(r for r in s["by_domain"]["legal"] if r["draft"] == "draft")
-    assert legal_a["danger_zone"] is True and len(legal_a["danger_reasons"]) == 2
+    assert legal_a["danger_zone"] is True and len(legal_a["danger_reasons"]) == 1
+    assert "slower" in legal_a["danger_reasons"][0] and legal_a["verdict"] in ("slower", "unclear")
+    assert legal_a["warnings"][0].startswith("α 0.25: most drafted tokens are discarded")
     assert legal_a["acceptance_rate"] == pytest.approx(0.25)
     lines = s["recommendation"]["lines"]
     assert any(line.startswith("legal: draft_b at k=4") for line in lines)

@@ -54,21 +54,27 @@ def speedup_leviathan(beta: float | None, k: int, c: float | None) -> float | No
     return expected_tokens / (k * c + 1.0)
 
 
-def speedup_calibrated(mix: StepMix | None, curve: CostCurve | None) -> float | None:
-    """E_cal = Σ_s (a_s + 1) · t_T(1) / Σ_s (d_s·t_D(1) + t_T(d_s + 1)) over the verification steps.
+def speedup_calibrated(
+    mix: StepMix | None, curve: CostCurve | None, propose_s: float = 0.0
+) -> float | None:
+    """E_cal = Σ tokens · t_T(1) / Σ priced forwards, over every decode forward (docs/metrics.md, "speedup,
+    calibrated").
 
-    Each step s drafted d_s tokens and produced a_s + 1; without the draft the same tokens would have
-    cost a_s + 1 one-token target forwards. Every step is priced with its own draft length, so the short
-    drafts before the token limit count as what they cost — not as k draft forwards and a k+1-token
-    verification. With every d_s = k this is τ · t_T(1) / (k·t_D(1) + t_T(k+1)). ``mix`` is
+    A verification step s drafted d_s tokens, produced a_s + 1 and costs d_s·t_D(1) + t_T(d_s + 1); a
+    forward that drafted nothing (no n-gram match, the last token of a request) produced one token at
+    t_T(1); without the draft every token would have cost t_T(1). ``propose_s`` is the measured proposing
+    time the curve does not price (t_D(1) = 0: a model-free lookup, an EAGLE head), summed over the run's
+    steps. So E_cal pays what E_meas pays but the loop's own time between forwards, and a method that drafts
+    on a share f of the steps gets (f·τ + 1 − f)/(f·τ/E_k + 1 − f), E_k its E_cal over the drafting steps.
+    With every d_s = k and no plain step this is τ · t_T(1) / (k·t_D(1) + t_T(k+1)). ``mix`` is
     ``costmodel.step_mix(records)`` for a run, ``costmodel.predict_step_mix(...)`` for a prediction.
     """
-    if mix is None or curve is None or not curve.target_s or mix.steps <= 0:
+    if mix is None or curve is None or not curve.target_s or mix.steps + mix.target_only <= 0:
         return None
-    priced = mix.step_s(curve)
+    priced = mix.decode_s(curve) + max(0.0, propose_s)
     if priced <= 0:
         return None
-    return mix.credited * curve.t_target(1) / priced
+    return (mix.credited + mix.target_only) * curve.t_target(1) / priced
 
 
 def predict_speedup_calibrated(

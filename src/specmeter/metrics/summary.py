@@ -166,7 +166,7 @@ def summarize(
         c = cost_ratio(run.cost_curve)
         e_seed = speedup_seed(alpha, c)
         e_lev = speedup_leviathan(beta, run.k, c)
-        e_cal = speedup_calibrated(step_mix(requests), run.cost_curve)
+        e_cal = speedup_calibrated(step_mix(requests), run.cost_curve, unpriced_proposing(run))
         by_k = _calibrated_by_k(run, requests, [p.conditional for p in rates])
 
     e_meas = e_meas_decode = None
@@ -253,6 +253,15 @@ def summarize(
     }
     summary.update(judge(summary))
     return summary
+
+
+def unpriced_proposing(run: RunRecord) -> float:
+    """The run's measured proposing time that its cost curve does not price: every step's ``draft_s`` when
+    the curve times no draft forward (t_D(1) = 0: a model-free lookup, an EAGLE head), else 0."""
+    curve = run.cost_curve
+    if run.draft is None or curve is None or curve.draft_s > 0:
+        return 0.0
+    return sum(s.draft_s for r in run.requests for s in r.steps)
 
 
 def _calibrated_by_k(

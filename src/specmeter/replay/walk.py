@@ -88,8 +88,9 @@ def walk(
         a = 0
         while a < d and t + a < n and draft[a] == response[t + a]:
             a += 1
-        if t + a >= n:  # the draft matched through the response's last token and went on
-            past_end += 1
+        if t + a >= n:  # the draft matched through the response's last token
+            if a < d:  # and went on: what the target would have said past its end is not logged
+                past_end += 1
             new = list(draft[:a])
         else:
             new = [*draft[:a], int(response[t + a])]

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from specmeter.metrics.records import run_label
 from specmeter.metrics.summary import judge
 from specmeter.selection.acceptance_source import (
     AcceptanceSourceError,
@@ -73,6 +74,20 @@ def _judged(alpha: float | None, e: float | None, batch: int | None, share: floa
                  what=what)  # fmt: skip
 
 
+def _lookups(source: Source) -> dict[str, float]:
+    """A replay result's lookup time per row and step of each model-free candidate (seconds), by run label:
+    what ``--costs`` prices a method with where the cost file did not time it."""
+    section = source.data.get("replay") if isinstance(source.data, Mapping) else None
+    timed = section.get("lookup_us_per_step") if isinstance(section, Mapping) else None
+    if not isinstance(timed, Mapping):
+        return {}
+    out = {}
+    for label, us in timed.items():
+        if isinstance(us, int | float) and not isinstance(us, bool) and 0 <= us < 1e9:
+            out[str(label)] = float(us) / 1e6
+    return out
+
+
 def _weighted(
     base: np.ndarray, values: Sequence[Sequence[float | None]], weights: Sequence[float]
 ) -> list[float | None]:
@@ -108,7 +123,9 @@ def analyse_source(
     costs: dict[str, Any] | None = None
     priced: dict[str, list[dict[str, Any]]] = {n: [{} for _ in cands] for n in names}
     if predict is not None:
-        entries = [{"draft": c.draft, "k": c.k, "summary": f.summary(c.k)} for n in names
+        lookups = _lookups(source)
+        entries = [{"draft": c.draft, "k": c.k, "summary": f.summary(c.k),
+                    "lookup_s": lookups.get(run_label(c.draft, c.k))} for n in names
                    for c, f in zip(cands, figs[n], strict=True)]  # fmt: skip
         got = predict(entries)
         rows = iter(got.get("rows") or [])

@@ -40,6 +40,8 @@ _DOMAIN_KEYS = (
     "speedup_measured_ci",
     "danger_zone",
     "danger_reasons",
+    "verdict",
+    "warnings",
 )
 
 
@@ -212,8 +214,8 @@ def _memory(runs: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
 
 
 def _routed(run: RunRecord, row: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("speedup_measured", "danger_zone", "danger_reasons")
-    return {"draft": _name(run), "k": run.k, **{key: row[key] for key in keys}}
+    keys = ("speedup_measured", "danger_zone", "danger_reasons", "verdict", "warnings")
+    return {"draft": _name(run), "k": run.k, **{key: row.get(key) for key in keys}}
 
 
 def analyse_select(
@@ -354,7 +356,9 @@ def recommendation_lines(section: Mapping[str, Any]) -> list[str]:
                 " — in the danger zone: " + " ".join(pick["danger_reasons"]) if pick["danger_zone"] else ""
             )
             lines.append(
-                f"{domain}: {pick['draft']} at k={pick['k']} ({_x(pick['speedup_measured'])}){danger}."
+                f"{domain}: {pick['draft']} at k={pick['k']} ({_x(pick['speedup_measured'])}){danger}"
+                + "".join(f" — {w}" for w in pick.get("warnings") or [])
+                + "."
             )
     if router["gain_over_single"] is not None and len(rec["by_domain"]) > 1:
         lines.append(
