@@ -20,7 +20,7 @@ SRC = Path(specmeter.__file__).resolve().parent.parent
 # Packages that must load without torch: they read records, files and servers, never run a model.
 TORCH_FREE = (
     "metrics", "report", "store", "monitoring", "economics", "workloads", "selection", "modeldir",
-    "goldenset", "wire", "load", "sweep", "methods", "replay",
+    "goldenset", "wire", "load", "sweep", "methods", "replay", "pricing",
 )  # fmt: skip
 
 
