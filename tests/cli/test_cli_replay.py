@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pricing_expect import expected_e
 from cli_helpers import assert_usage_error
 from typer.testing import CliRunner
 
+from pricing_expect import expected_e
 from specmeter.cli.app import app
 from specmeter.metrics.batch_surface import tau_by_k
 

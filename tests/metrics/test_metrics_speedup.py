@@ -94,7 +94,8 @@ def test_speedup_calibrated_follows_the_drafting_share() -> None:
         assert got == pytest.approx((f * tau + 1 - f) / (f * tau / e_k + 1 - f))
     # 43 forwards with 6 ms of lookups in all: the lookups are paid
     steps = [*drafting, *[step(0, 0)] * 40]
-    assert speedup_calibrated(step_mix(steps), flat, 0.006) == pytest.approx(49 * 0.010 / (43 * 0.010 + 0.006))
+    expected = 49 * 0.010 / (43 * 0.010 + 0.006)
+    assert speedup_calibrated(step_mix(steps), flat, 0.006) == pytest.approx(expected)
 
 
 def test_predict_speedup_calibrated_from_conditional_rates() -> None:

@@ -364,7 +364,8 @@ def test_verdict_follows_the_interval() -> None:
     assert speedup_verdict(1.14, [1.06, 1.24]) == "pays"
     assert speedup_verdict(0.9, [0.8, 0.95]) == "slower"
     assert speedup_verdict(1.02, [0.97, 1.08]) == "unclear"
-    assert speedup_verdict(1.3) == "pays" and speedup_verdict(0.8) == "slower" and speedup_verdict(None) is None
+    assert speedup_verdict(1.3) == "pays" and speedup_verdict(0.8) == "slower"
+    assert speedup_verdict(None) is None
     # suffix on legal in the issue: α 0.39 beside 1.14x [1.06, 1.24] -> pays, with the α warning's effect
     j = judge({"acceptance_rate": 0.39, "speedup_measured": 1.14, "speedup_measured_ci": [1.06, 1.24],
                "steps": 30, "target_forwards": 100})  # fmt: skip

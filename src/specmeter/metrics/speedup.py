@@ -54,9 +54,7 @@ def speedup_leviathan(beta: float | None, k: int, c: float | None) -> float | No
     return expected_tokens / (k * c + 1.0)
 
 
-def speedup_calibrated(
-    mix: StepMix | None, curve: CostCurve | None, propose_s: float = 0.0
-) -> float | None:
+def speedup_calibrated(mix: StepMix | None, curve: CostCurve | None, propose_s: float = 0.0) -> float | None:
     """E_cal = Σ tokens · t_T(1) / Σ priced forwards, over every decode forward (docs/metrics.md, "speedup,
     calibrated").
 
