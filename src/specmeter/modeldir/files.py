@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
 
 __all__ = [
     "TOKENIZER_FILES",
@@ -42,7 +42,7 @@ def first_line(e: BaseException) -> str:
 def read_json(path: Path, what: str = "JSON") -> dict[str, Any]:
     """A JSON object from ``path``; ``what`` names the file in the message (``unreadable config (...)``)."""
     try:
-        data = jsonsafe.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.loads(inputs.read_text(path))
     except FileNotFoundError:
         raise ModelDirError(f"{path}: missing") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -82,6 +82,14 @@ def _int(where: str, block: dict[str, Any], key: str, default: int | None = None
     return value
 
 
+def _eps(where: str, block: dict[str, Any]) -> float:
+    value = block.get("rms_norm_eps", 1e-6)
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1
+    if not ok:
+        raise ModelDirError(f"{where}: field 'rms_norm_eps' is {value!r}, not a number in (0, 1)")
+    return float(value)
+
+
 def read_head(path: Path) -> HeadFacts:
     """The facts of the EAGLE-3 head directory ``path``; ModelDirError (one line) when it is not one."""
     config = read_model_config(path)
@@ -151,7 +159,7 @@ def read_head(path: Path) -> HeadFacts:
         head_dim=head_dim,
         intermediate=_int(lwhere, layer, "intermediate_size"),
         vocab=vocab,
-        rms_norm_eps=float(layer.get("rms_norm_eps", 1e-6)),
+        rms_norm_eps=_eps(lwhere, layer),
         rope_theta=theta,
         max_positions=_int(lwhere, layer, "max_position_embeddings", 4096),
         aux_layers=tuple(aux),

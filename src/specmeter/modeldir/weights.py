@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
 from specmeter.modeldir.files import ModelDirError
 
 __all__ = ["WeightFacts", "read_weights", "tensor_names"]
@@ -45,7 +45,7 @@ class WeightFacts:
 def _read_header(file: Path) -> tuple[dict[str, Any], int]:
     """The header and the number of bytes it takes with its length field."""
     try:
-        with file.open("rb") as fh:
+        with inputs.open_input(file) as fh:
             raw = fh.read(8)
             if len(raw) < 8:
                 raise ModelDirError(f"{file}: unreadable safetensors header (file shorter than 8 bytes)")

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
 from specmeter.goldenset.categorize import RulesError, load_rules
 from specmeter.goldenset.formats import Problem
+from specmeter.inputs import InputError
 from specmeter.measuring.progress import Reporter, Silent
 from specmeter.methods import DraftDir, MethodSpec
 from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord, StepRecord, run_label
@@ -460,9 +461,11 @@ def _nothing(cfg: ReplayConfig, t: LogTally) -> ReplayError:
 
 def _read_shard(path: Path) -> Mapping[str, Any]:
     try:
-        data = jsonsafe.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.loads(inputs.read_text(path))
     except FileNotFoundError:
         raise ReplayError(f"--merge: {path} does not exist") from None
+    except InputError as e:
+        raise ReplayError(f"--merge: {path} is {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ReplayError(f"--merge: {path}: cannot read ({e})") from None
     except json.JSONDecodeError as e:
