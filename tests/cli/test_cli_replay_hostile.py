@@ -1,0 +1,178 @@
+"""Hostile inputs to replay and the commands that read its results (issue 39): special files as inputs, shard
+files that lie, results read back whose figures do not add up. Each case is one `error:` line and exit 2,
+never a traceback, a hang or unbounded growth."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import assert_usage_error
+from replay_results import write_log
+from typer.testing import CliRunner
+
+from specmeter.bundled.models import bundled_model
+from specmeter.cli.app import app
+
+runner = CliRunner()
+TARGET = bundled_model("target")
+HEAD = bundled_model("eagle-legal")
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Shards 0/2 and 1/2 of a replay of the hand-made log (ngram and suffix at k 2 and 4), as read back."""
+    tmp = tmp_path_factory.mktemp("shards")
+    log = write_log(tmp / "log.jsonl")
+    out = []
+    for i in range(2):
+        path = tmp / f"s{i}.json"
+        result = runner.invoke(app, [
+            "replay", "--from", str(log), "--target", str(TARGET), "--model", "target", "--method", "ngram",
+            "--method", "suffix", "--k", "2,4", "--shard", f"{i}/2", "--json", str(path), "--quiet",
+        ])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        out.append(json.loads(path.read_text("utf-8")))
+    return out[0], out[1]
+
+
+# ------------------------------------------------------------------------------------- special files
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "urandom"])
+def test_a_special_file_as_from_is_one_line(kind: str, tmp_path: Path) -> None:
+    path = _fifo(tmp_path / "log.jsonl") if kind == "fifo" else Path(f"/dev/{kind}")
+    result = runner.invoke(app, ["replay", "--from", str(path), "--target", str(TARGET), "--method", "ngram",
+                                 "--no-store", "--quiet"])  # fmt: skip
+    assert_usage_error(result, "--from", str(path), "not a regular file")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_special_file_as_merge_or_select_from_is_one_line(kind: str, tmp_path: Path) -> None:
+    path = _fifo(tmp_path / "shard.json") if kind == "fifo" else Path("/dev/zero")
+    result = runner.invoke(app, ["replay", "--merge", str(path), "--no-store", "--quiet"])
+    assert_usage_error(result, "--merge", str(path), "not a regular file")
+    result = runner.invoke(app, ["select", "--from", str(path)])
+    assert_usage_error(result, "--from", str(path), "not a regular file")
+
+
+def test_a_fifo_as_a_heads_weights_is_one_line(tmp_path: Path) -> None:
+    head = tmp_path / "head"
+    head.mkdir()
+    shutil.copy(HEAD / "config.json", head / "config.json")
+    _fifo(head / "model.safetensors")
+    log = write_log(tmp_path / "log.jsonl")
+    result = runner.invoke(app, ["replay", "--from", str(log), "--target", str(TARGET), "--model", "target",
+                                 "--method", f"eagle:head={head}", "--no-store", "--quiet"])  # fmt: skip
+    assert_usage_error(result, "model.safetensors", "FIFO")
+
+
+def test_a_heads_rms_norm_eps_that_is_no_number_is_one_line(tmp_path: Path) -> None:
+    head = tmp_path / "head"
+    shutil.copytree(HEAD, head)
+    config = json.loads((head / "config.json").read_text("utf-8"))
+    config["transformer_layer_config"]["rms_norm_eps"] = "abc"
+    (head / "config.json").write_text(json.dumps(config), "utf-8")
+    log = write_log(tmp_path / "log.jsonl")
+    result = runner.invoke(app, ["replay", "--from", str(log), "--target", str(TARGET), "--model", "target",
+                                 "--method", f"eagle:head={head}", "--no-store", "--quiet"])  # fmt: skip
+    assert_usage_error(result, "rms_norm_eps")
+
+
+# ------------------------------------------------------------------------------------- --merge
+
+
+def _drop(key: str) -> Callable[[dict[str, Any]], None]:
+    def edit(d: dict[str, Any]) -> None:
+        rows = d["replay"]["rows"]
+        del rows[next(iter(rows))][0][key]
+
+    return edit
+
+
+def _first_row(d: dict[str, Any]) -> dict[str, Any]:
+    rows: dict[str, Any] = d["replay"]["rows"][next(iter(d["replay"]["rows"]))][0]
+    return rows
+
+
+def _set_step(value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(d: dict[str, Any]) -> None:
+        _first_row(d)["steps"][0] = value
+
+    return edit
+
+
+def _duplicate(d: dict[str, Any]) -> None:
+    part = d["replay"]["rows"][next(iter(d["replay"]["rows"]))]
+    part[1]["i"] = part[0]["i"]
+
+
+# What a probe wrote into shard 0 and what the one error line must name.
+LIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "missing row field": (_drop("steps"), "steps"),
+    "row field of the wrong type": (lambda d: _first_row(d).update(output_tokens="many"), "output_tokens"),
+    "short step tuple": (_set_step([0, 0, 1]), "steps[0]"),
+    "10^11 steps": (_set_step([0, 0, 1, 0, 10**11]), "steps"),
+    "shard count 10^10": (lambda d: d["replay"]["shard"].update(count=10**10), "0/10000000000"),
+    "negative step count": (_set_step([0, 0, 1, 0, -3]), "steps[0]"),
+    "negative measured": (lambda d: d["replay"]["log"].update(measured=-8), "replay.log.measured"),
+    "accepted above drafted": (_set_step([1, 4, 5, 0, 1]), "accepted <= drafted"),
+    "duplicate request index": (_duplicate, "appears twice"),
+    "numeric model name": (lambda d: d["run"]["config"].update(model=7), "run.config.model"),
+    "missing config": (lambda d: d["run"].pop("config"), "run.config"),
+    "candidates not a list": (lambda d: d.update(candidates=3), "candidates"),
+    "rows of another shard": (lambda d: _first_row(d).update(i=1), "not one of shard 0/2"),
+}
+
+
+@pytest.mark.parametrize("lie", sorted(LIES))
+def test_a_shard_that_lies_is_refused_in_one_line(
+    lie: str, shards: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path
+) -> None:
+    edit, needle = LIES[lie]
+    first = copy.deepcopy(shards[0])
+    edit(first)
+    paths = [tmp_path / "s0.json", tmp_path / "s1.json"]
+    for path, data in zip(paths, (first, shards[1]), strict=True):
+        path.write_text(json.dumps(data), "utf-8")
+    result = runner.invoke(app, ["replay", "--merge", str(paths[0]), "--merge", str(paths[1]), "--no-store",
+                                 "--quiet"])  # fmt: skip
+    line = assert_usage_error(result, "--merge", needle)
+    assert len(line) < 400
+
+
+def test_shards_of_other_methods_are_refused(
+    shards: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path
+) -> None:
+    second = copy.deepcopy(shards[1])
+    dropped = second["candidates"].pop()
+    del second["replay"]["rows"][f"{dropped['draft']}@k={dropped['k']}"]
+    paths = [tmp_path / "s0.json", tmp_path / "s1.json"]
+    for path, data in zip(paths, (shards[0], second), strict=True):
+        path.write_text(json.dumps(data), "utf-8")
+    result = runner.invoke(app, ["replay", "--merge", str(paths[0]), "--merge", str(paths[1]), "--no-store"])
+    assert_usage_error(result, "--merge", "other methods or k")
+
+
+def test_honest_shards_still_merge(shards: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path) -> None:
+    paths = [tmp_path / "s0.json", tmp_path / "s1.json"]
+    for path, data in zip(paths, shards, strict=True):
+        path.write_text(json.dumps(data), "utf-8")
+    result = runner.invoke(app, ["replay", "--merge", str(paths[1]), "--merge", str(paths[0]), "--no-store",
+                                 "--quiet", "--json", str(tmp_path / "m.json")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    merged = json.loads((tmp_path / "m.json").read_text("utf-8"))
+    assert merged["replay"]["log"]["measured"] == 16
