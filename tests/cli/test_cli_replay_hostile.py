@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from cli_helpers import assert_usage_error
-from replay_results import write_log
 from typer.testing import CliRunner
 
+from replay_results import write_log
 from specmeter.bundled.models import bundled_model
 from specmeter.cli.app import app
 
@@ -176,3 +176,66 @@ def test_honest_shards_still_merge(shards: tuple[dict[str, Any], dict[str, Any]]
     assert result.exit_code == 0, result.output
     merged = json.loads((tmp_path / "m.json").read_text("utf-8"))
     assert merged["replay"]["log"]["measured"] == 16
+
+
+# ------------------------------------------------------------------------- results read back
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from replay_results import replay_result
+
+    path = replay_result(TARGET, tmp_path_factory.mktemp("replayed"))
+    data: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return data
+
+
+def _inflate(s: dict[str, Any]) -> None:
+    s["accepted_tokens"] = 10 * s["drafted_tokens"]
+
+
+def _rising(s: dict[str, Any]) -> None:
+    s["per_position"][1]["cumulative"] = 1.0
+    s["per_position"][0]["cumulative"] = 0.1
+
+
+def _reached(s: dict[str, Any]) -> None:
+    s["per_position"][0]["reached"] = s["per_position"][0]["count"] + 5
+
+
+READ_BACK_LIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "accepted ten times drafted": (_inflate, "accepted_tokens"),
+    "per-position rate that rises": (_rising, "cumulative"),
+    "reached above its count": (_reached, "reached"),
+    "alpha that is not accepted / drafted": (lambda s: s.update(acceptance_rate=0.999), "acceptance_rate"),
+}
+
+
+@pytest.mark.parametrize("lie", sorted(READ_BACK_LIES))
+@pytest.mark.parametrize("part", ["summary", "by_category"])
+def test_a_result_whose_figures_do_not_add_up_is_neither_ranked_nor_priced(
+    lie: str, part: str, replayed: dict[str, Any], tmp_path: Path
+) -> None:
+    edit, needle = READ_BACK_LIES[lie]
+    data = copy.deepcopy(replayed)
+    (c,) = [c for c in data["candidates"] if (c["draft"], c["k"]) == ("suffix", 4)]
+    edit(c["summary"] if part == "summary" else next(iter(c["by_category"].values())))
+    path = tmp_path / "lie.json"
+    path.write_text(json.dumps(data), "utf-8")
+    assert_usage_error(runner.invoke(app, ["select", "--from", str(path)]), "--from", needle)
+    whatif = tmp_path / "w.json"
+    cells = [{"alpha": a, "k": 4, "batch": 1, "e": 0.5 + 2 * a} for a in (0.0, 0.5, 1.0)]
+    whatif.write_text(json.dumps({"kind": "whatif", "whatif": {"cells": cells, "batches": [1]}}), "utf-8")
+    result = runner.invoke(app, [
+        "roi", "--from-whatif", str(whatif), "--alpha-from", str(path), "--candidate", "suffix@4", "--batch",
+        "1", "--monthly-tokens", "3B", "--baseline-throughput", "250", "--price-baseline", "4",
+        "--price-speculative", "4.4", "--engineering-cost", "40k",
+    ])  # fmt: skip
+    assert_usage_error(result, "--alpha-from", needle)
+
+
+def test_an_honest_result_is_still_ranked(replayed: dict[str, Any], tmp_path: Path) -> None:
+    path = tmp_path / "honest.json"
+    path.write_text(json.dumps(replayed), "utf-8")
+    result = runner.invoke(app, ["select", "--from", str(path)])
+    assert result.exit_code == 0, result.output
