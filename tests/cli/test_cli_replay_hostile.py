@@ -239,3 +239,40 @@ def test_an_honest_result_is_still_ranked(replayed: dict[str, Any], tmp_path: Pa
     path.write_text(json.dumps(replayed), "utf-8")
     result = runner.invoke(app, ["select", "--from", str(path)])
     assert result.exit_code == 0, result.output
+
+
+# ------------------------------------------------------------------- what a model cannot hold
+
+
+def _hostile_log(path: Path) -> Path:
+    """Four requests any method replays, one longer than the target's context (1024), one whose prompt
+    holds an id beyond the vocabulary (2048) while its output ids are fine."""
+    fine = {"temperature": 0.0, "model": "target", "prompt_ids": [1, 2, 3], "output_ids": [5, 6, 7, 8, 9] * 4,
+            "finish_reason": "length", "max_tokens": 20}  # fmt: skip
+    lines = [{**fine, "id": f"ok{i}"} for i in range(4)]
+    lines.append({**fine, "id": "long", "output_ids": [5, 6, 7, 8] * 300, "max_tokens": 1200})
+    lines.append(
+        {**fine, "id": "oov", "prompt_ids": [1, 2, 99_999], "output_ids": [5, 6, 7], "max_tokens": 3}
+    )
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("method", ["layers:n=2", "eagle:head", "draft", "ngram"])
+def test_what_the_model_cannot_hold_is_set_aside_with_a_reason(method: str, tmp_path: Path) -> None:
+    spec = {"eagle:head": f"eagle:head={HEAD}", "draft": str(bundled_model("draft-legal"))}.get(
+        method, method
+    )
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["replay", "--from", str(_hostile_log(tmp_path / "log.jsonl")), "--target",
+                                 str(TARGET), "--method", spec, "--json", str(out), "--no-store",
+                                 "--quiet"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    log = json.loads(out.read_text("utf-8"))["replay"]["log"]
+    reasons = {x["id"]: x["reason"] for x in log["set_aside_listed"]}
+    assert "prompt token ids beyond the vocabulary" in reasons["oov"]
+    if method == "ngram":  # a model-free method holds any length
+        assert log["set_aside"] == {"tokenizer": 1} and log["measured"] == 5
+    else:
+        assert log["set_aside"] == {"context": 1, "tokenizer": 1} and log["measured"] == 4
+        assert "context of 1024" in reasons["long"]

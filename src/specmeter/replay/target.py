@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from specmeter.methods import DraftDir, MethodSpec
-from specmeter.modeldir import ModelDirError, eos_ids, read_model_config
+from specmeter.modeldir import ModelDirError, ModelShape, eos_ids, read_model_config
 from specmeter.replay.config import ReplayConfig, ReplayError
 from specmeter.replay.proposers import EngineProposer, ReplayProposer
 from specmeter.replay.tokens import TokenChecks
@@ -38,7 +38,12 @@ def open_checks(cfg: ReplayConfig) -> TokenChecks:
             raise ReplayError(f"--target: {e}") from None
     eos = eos_ids(cfg.target, config, tokenizer)
     vocab = max(len(tokenizer), int(config.get("vocab_size") or 0))
-    return TokenChecks(tokenizer, eos, cfg.model_name, vocab, max(cfg.ks))
+    context = None
+    if cfg.needs_model:  # the model's embedding rows and context bound what it can be fed
+        shape = ModelShape.of(config)
+        vocab = shape.embedding_rows or vocab
+        context = shape.max_positions
+    return TokenChecks(tokenizer, eos, cfg.model_name, vocab, max(cfg.ks), context)
 
 
 def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], ReplayProposer] | None:
