@@ -18,9 +18,18 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from typing import BinaryIO
 
-__all__ = ["InputError", "check_input", "open_input", "read_bytes", "read_text", "special"]
+__all__ = [
+    "InputError",
+    "bounded_lines",
+    "check_input",
+    "open_input",
+    "read_bytes",
+    "read_text",
+    "special",
+]
 
 _SPECIAL = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -100,3 +109,22 @@ def read_text(path: str | os.PathLike[str], limit: int | None = None, encoding: 
     if limit is not None and len(data) > limit:  # it grew after the check
         raise InputError(f"more than the {limit:,} bytes this file may hold")
     return data.decode(encoding)
+
+
+def bounded_lines(fh: BinaryIO, limit: int, chunk: int = 1 << 20) -> Iterator[tuple[bytes | None, int]]:
+    """The lines of ``fh`` as ``(line, size)``; a line longer than ``limit`` bytes is ``(None, size)``,
+    read past in chunks and never held whole (a reader counts it as a bad line)."""
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        size = len(raw)
+        while True:
+            rest = fh.readline(chunk)
+            size += len(rest)
+            if not rest or rest.endswith(b"\n"):
+                break
+        yield None, size

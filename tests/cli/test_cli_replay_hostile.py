@@ -276,3 +276,25 @@ def test_what_the_model_cannot_hold_is_set_aside_with_a_reason(method: str, tmp_
     else:
         assert log["set_aside"] == {"context": 1, "tokenizer": 1} and log["measured"] == 4
         assert "context of 1024" in reasons["long"]
+
+
+# ------------------------------------------------------------------------------- log lines
+
+
+def test_a_bad_typed_first_response_is_a_bad_line_and_a_huge_line_is_not_held(tmp_path: Path) -> None:
+    fine = {"temperature": 0.0, "model": "target", "prompt_ids": [1, 2, 3], "output_ids": [5, 6, 7, 8, 9] * 4,
+            "finish_reason": "length", "max_tokens": 20}  # fmt: skip
+    bad = {**fine, "id": "bad", "output": 5, "output_ids": None}
+    huge = {**fine, "id": "huge", "output_ids": [5] * 5_000_000}  # 15 MB on one line
+    log = tmp_path / "log.jsonl"
+    with open(log, "w", encoding="utf-8") as fh:
+        for line in (bad, huge, *({**fine, "id": f"ok{i}"} for i in range(3))):
+            fh.write(json.dumps(line) + "\n")
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["replay", "--from", str(log), "--target", str(TARGET), "--method", "ngram",
+                                 "--json", str(out), "--no-store", "--quiet"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text("utf-8"))["replay"]["log"]
+    assert data["measured"] == 3 and data["bad_lines"] == 2
+    assert "field 'output': must be text" in data["problems"][0]
+    assert "more than 8,388,608" in data["problems"][1]
