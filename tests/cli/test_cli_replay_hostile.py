@@ -298,3 +298,19 @@ def test_a_bad_typed_first_response_is_a_bad_line_and_a_huge_line_is_not_held(tm
     assert data["measured"] == 3 and data["bad_lines"] == 2
     assert "field 'output': must be text" in data["problems"][0]
     assert "more than 8,388,608" in data["problems"][1]
+
+
+# --------------------------------------------------------------------------------------- --store
+
+
+@pytest.mark.parametrize("kind", ["corrupt", "foreign"])
+def test_a_store_that_cannot_record_is_refused_before_any_work(kind: str, tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    store.write_bytes(os.urandom(5000) if kind == "corrupt" else b'{"not": "a store"}\n')
+    before = store.read_bytes()
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["replay", "--from", str(write_log(tmp_path / "log.jsonl")), "--target",
+                                 str(TARGET), "--method", "ngram", "--store", str(store), "--json", str(out),
+                                 "--quiet"])  # fmt: skip
+    assert_usage_error(result, "--store", str(store))
+    assert not out.exists() and store.read_bytes() == before
