@@ -576,11 +576,9 @@ def shard_problem(data: Mapping[str, Any]) -> str | None:
         return "field 'replay.rows' is not an object"
     labels = []
     for n, c in enumerate(candidates):
-        draft, k = (
-            c.get("draft") if isinstance(c, Mapping) else None,
-            c.get("k") if isinstance(c, Mapping) else None,
-        )
-        if not isinstance(draft, str) or not _count(k, K_MAX_LIMIT) or k < 1:
+        draft = c.get("draft") if isinstance(c, Mapping) else None
+        k = c.get("k") if isinstance(c, Mapping) else None
+        if not isinstance(draft, str) or not isinstance(k, int) or not _count(k, K_MAX_LIMIT) or k < 1:
             return f"candidates[{n}]: expected a draft (text) and a k in 1..{K_MAX_LIMIT}"
         label = run_label(draft, k)
         labels.append(label)
