@@ -314,3 +314,24 @@ def test_a_store_that_cannot_record_is_refused_before_any_work(kind: str, tmp_pa
                                  "--quiet"])  # fmt: skip
     assert_usage_error(result, "--store", str(store))
     assert not out.exists() and store.read_bytes() == before
+
+
+def test_a_response_beyond_a_drafts_shorter_context_is_set_aside(tmp_path: Path) -> None:
+    draft = tmp_path / "short-draft"
+    shutil.copytree(bundled_model("draft-legal"), draft)
+    config = json.loads((draft / "config.json").read_text("utf-8"))
+    config["max_position_embeddings"] = 256  # the target holds 1024
+    (draft / "config.json").write_text(json.dumps(config), "utf-8")
+    fine = {"temperature": 0.0, "model": "target", "prompt_ids": [1, 2, 3], "output_ids": [5, 6, 7, 8, 9] * 4,
+            "finish_reason": "length", "max_tokens": 20}  # fmt: skip
+    lines = [{**fine, "id": f"ok{i}"} for i in range(3)]
+    lines.append({**fine, "id": "mid", "output_ids": [5, 6, 7, 8] * 100, "max_tokens": 400})
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines), "utf-8")
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["replay", "--from", str(log), "--target", str(TARGET), "--method", str(draft),
+                                 "--json", str(out), "--no-store", "--quiet"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text("utf-8"))["replay"]["log"]
+    assert data["set_aside"] == {"context": 1} and data["measured"] == 3
+    assert "context of 256" in data["set_aside_listed"][0]["reason"]

@@ -11,6 +11,7 @@ tokens. The engine imports torch; it is imported only here, and only then.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from specmeter.methods import DraftDir, MethodSpec
@@ -42,8 +43,23 @@ def open_checks(cfg: ReplayConfig) -> TokenChecks:
     if cfg.needs_model:  # the model's embedding rows and context bound what it can be fed
         shape = ModelShape.of(config)
         vocab = shape.embedding_rows or vocab
-        context = shape.max_positions
+        context = _context(cfg, shape.max_positions)
     return TokenChecks(tokenizer, eos, cfg.model_name, vocab, max(cfg.ks), context)
+
+
+def _context(cfg: ReplayConfig, target: int | None) -> int | None:
+    """The longest sequence every model of the replay holds: the target's context, and each draft
+    directory's (a draft forwards over the same tokens)."""
+    limits = [target] if target else []
+    for parsed in cfg.parsed:
+        if isinstance(parsed, DraftDir):
+            try:
+                draft = ModelShape.of(read_model_config(Path(parsed.path))).max_positions
+            except ModelDirError as e:
+                raise ReplayError(f"--method: {e}") from None
+            if draft:
+                limits.append(draft)
+    return min(limits) if limits else None
 
 
 def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], ReplayProposer] | None:

@@ -132,6 +132,6 @@ def prepare(request: LoggedRequest, checks: TokenChecks) -> Prepared | tuple[Fla
     if checks.context is not None and len(prompt) + len(response) + checks.k_max + 1 > checks.context:
         return "context", (
             f"{len(prompt)} prompt and {len(response)} response tokens (+ k {checks.k_max} + 1) exceed the "
-            f"target's context of {checks.context}"
+            f"context of {checks.context} (the target's, or a draft's)"
         )
     return Prepared(request, tuple(prompt), tuple(response), limit, not_canonical)
