@@ -329,8 +329,8 @@ def test_a_response_beyond_a_drafts_shorter_context_is_set_aside(tmp_path: Path)
     log = tmp_path / "log.jsonl"
     log.write_text("".join(json.dumps(x) + "\n" for x in lines), "utf-8")
     out = tmp_path / "r.json"
-    result = runner.invoke(app, ["replay", "--from", str(log), "--target", str(TARGET), "--method", str(draft),
-                                 "--json", str(out), "--no-store", "--quiet"])  # fmt: skip
+    result = runner.invoke(app, ["replay", "--from", str(log), "--target", str(TARGET), "--method",
+                                 str(draft), "--json", str(out), "--no-store", "--quiet"])  # fmt: skip
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text("utf-8"))["replay"]["log"]
     assert data["set_aside"] == {"context": 1} and data["measured"] == 3
