@@ -94,3 +94,11 @@ def test_compat_refuses_a_head_whose_tensors_are_not_its_configs(tmp_path: Path)
     config = json.loads((HEAD / "config.json").read_text("utf-8"))["transformer_layer_config"]
     code, out = _compat(f"eagle:head={_head(tmp_path, intermediate_size=config['intermediate_size'] * 2)}")
     assert code == EXIT_INCOMPATIBLE and "mlp" in out
+
+
+@pytest.mark.parametrize("command", ["serve", "bench"])
+def test_serve_and_bench_refuse_a_suffix_key_beyond_float32(command: str) -> None:
+    args = [command, "--target", str(TARGET), "--draft", "suffix:factor=1e308"]
+    if command == "bench":
+        args += ["--prompts", "bundled:legal", "--no-store"]
+    assert_usage_error(runner.invoke(app, args), "--draft", "factor")
