@@ -335,3 +335,14 @@ def test_a_response_beyond_a_drafts_shorter_context_is_set_aside(tmp_path: Path)
     data = json.loads(out.read_text("utf-8"))["replay"]["log"]
     assert data["set_aside"] == {"context": 1} and data["measured"] == 3
     assert "context of 256" in data["set_aside_listed"][0]["reason"]
+
+
+def test_a_fifo_in_the_target_directory_is_one_line(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    shutil.copy(TARGET / "config.json", target / "config.json")
+    _fifo(target / "tokenizer.json")  # the tokenizer library would block opening it
+    result = runner.invoke(app, ["replay", "--from", str(write_log(tmp_path / "log.jsonl")), "--target",
+                                 str(target), "--model", "target", "--method", "ngram", "--no-store",
+                                 "--quiet"])  # fmt: skip
+    assert_usage_error(result, "--target", "tokenizer.json", "FIFO")

@@ -18,6 +18,7 @@ __all__ = [
     "TOKENIZER_FILES",
     "ModelDirError",
     "ModelShape",
+    "check_model_files",
     "eos_ids",
     "first_line",
     "read_json",
@@ -62,13 +63,29 @@ def read_model_config(path: Path) -> dict[str, Any]:
         raise ModelDirError(f"{path}: no such directory")
     if not path.is_dir():
         raise ModelDirError(f"{path}: not a directory (expected a Hugging Face model directory)")
+    check_model_files(path)
     cfg_file = path / "config.json"
     if not cfg_file.is_file():
         raise ModelDirError(f"{cfg_file}: missing (not a Hugging Face model directory)")
     return read_json(cfg_file, "config")
 
 
+def check_model_files(path: Path) -> None:
+    """ModelDirError when a file of the directory ``path`` is a FIFO, a device or a socket: the libraries
+    that read model files (tokenizers, safetensors) would block on a FIFO or read a device without end."""
+    try:
+        entries = sorted(path.iterdir())
+    except OSError:
+        return  # the reader says what it cannot read
+    for entry in entries:
+        try:
+            inputs.check_input(entry)
+        except inputs.InputError as e:
+            raise ModelDirError(f"{entry}: unreadable ({e})") from None
+
+
 def require_tokenizer_files(path: Path) -> None:
+    check_model_files(path)
     if not any((path / f).is_file() for f in TOKENIZER_FILES):
         raise ModelDirError(f"{path}: no tokenizer (expected tokenizer.json)")
 
