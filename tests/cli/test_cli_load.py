@@ -194,7 +194,27 @@ def test_ctrl_c_exits_130(urls: tuple[str, str], prompts: Path, monkeypatch: pyt
     monkeypatch.setattr(specmeter.load.run, "execute_load", interrupted)
     result = invoke("--endpoint", urls[0], "--prompts", prompts)
     assert result.exit_code == 130
-    assert "every request sent is on disk" in result.stderr
+    assert "nothing was measured" in result.stderr and "on disk" not in result.stderr
+
+
+def test_ctrl_c_in_a_levels_warm_up_does_not_claim_that_level(
+    urls: tuple[str, str], prompts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39: level 1 measured, Ctrl-C during level 2's warm-up (no request of it recorded yet)."""
+
+    async def interrupted(cfg: Any, **kwargs: Any) -> Any:
+        first, second = cfg.phases[0], cfg.phases[1]
+        kwargs["on_phase"](first)
+        kwargs["on_request"](first, "speculative", None)
+        kwargs["on_phase"](second)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(specmeter.load.run, "execute_load", interrupted)
+    result = invoke("--endpoint", urls[0], "--prompts", prompts, "--concurrency", "1,2", "--quiet")
+    assert result.exit_code == 130
+    line = " ".join(result.stderr.split())
+    assert "warm-up: nothing of that level was measured" in line, line
+    assert "every request sent is on disk" not in line
 
 
 def test_trace_replay_paired_with_breakdowns_by_length_and_temperature(

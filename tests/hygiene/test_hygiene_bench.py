@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from hygiene_helpers import cpu_hog
 from typer.testing import CliRunner, Result
@@ -88,19 +90,38 @@ def test_a_bench_beside_a_cpu_hog_is_flagged_and_strict_exits_4(tiny: Any, tmp_p
     assert h["figures"]["sampler"]["cpu_s"] < 0.1  # two process scans and a few readings a second
 
 
+def busy_cpu_s() -> float:
+    """CPU seconds every process has spent on this machine so far, those that already exited included
+    (/proc/stat: user, nice, system, irq and softirq time; steal and idle left out)."""
+    t = psutil.cpu_times()
+    return float(t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0))
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of this process (every thread: the bench runs in it) and of its children that ended."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
 def test_a_quiet_bench_is_not_flagged(tiny: Any, tmp_path: Path) -> None:
-    before, t0 = probes.scan_processes(), time.monotonic()
+    """The verdict against two independent observers of other processes' CPU over the run, which bracket
+    the sampler's figure whatever else runs: a scan of processes before and after (it misses one that
+    starts and ends between the scans, issue 39) and the machine's whole CPU time less this process's (it
+    counts every process, short-lived ones and the kernel's work included)."""
+    before, busy0, own0, t0 = probes.scan_processes(), busy_cpu_s(), own_cpu_s(), time.monotonic()
     result, data = bench(tiny, tmp_path, "--strict")
-    after, wall = probes.scan_processes(), time.monotonic() - t0
+    after, busy1, own1, wall = probes.scan_processes(), busy_cpu_s(), own_cpu_s(), time.monotonic() - t0
     h = data["hygiene"]
-    seen = others_cpu_s(before, after) / wall  # an independent observer of the same quantity
-    assert h["figures"]["other_cores"] == pytest.approx(seen, abs=0.15)
-    if seen < THRESHOLDS["busy_other_cores"] / 2:  # nothing else ran (CI, `cpu measure`)
+    low = others_cpu_s(before, after) / wall
+    high = max(low, (busy1 - busy0 - (own1 - own0)) / wall)
+    sampled = h["figures"]["other_cores"]
+    assert low - 0.15 <= sampled <= high + 0.15, (low, sampled, high)
+    if high < THRESHOLDS["busy_other_cores"] / 2:  # nothing else ran (CI, `cpu measure`)
         assert h["verdict"] == "quiet", h
         assert result.exit_code == 0, result.output
         assert "MACHINE" not in result.output
-    elif seen >= 0.3:  # someone else's job shared the machine: then the flag must be there
+    elif low >= 0.3:  # someone else's job shared the machine: then the flag must be there
         assert h["verdict"] in ("busy", "unusable"), h
         assert result.exit_code == EXIT_NOISY_MACHINE
     else:
-        pytest.skip(f"other processes used {seen:.2f} cores: between quiet and busy, either verdict is fair")
+        pytest.skip(f"other processes used {low:.2f} to {high:.2f} cores: either verdict is fair")

@@ -50,12 +50,14 @@ def compat(
     except MethodSpecError as e:
         fail(f"DRAFT: {e}")
     if isinstance(method, MethodSpec):  # n-gram, suffix, layers:n, an EAGLE head: the target's tokenizer
+        from specmeter.selection.compat import check_method
+
+        verdict = check_method(target, method)
+        if verdict.exit_code == EXIT_CANNOT_CHECK:
+            fail(verdict.line, EXIT_CANNOT_CHECK)
         if not quiet:
-            console.print(
-                f"{method.label}: a method, not a draft model: it proposes the target's own tokens "
-                "(its tokenizer), so there is no tokenizer to compare; compatible."
-            )
-        raise typer.Exit(0)
+            console.print(verdict.line, highlight=False, markup=False)
+        raise typer.Exit(verdict.exit_code)
     draft = Path(draft_name)
     check_outputs(
         {"--json": json_out}, {"TARGET": target, "DRAFT": draft, "--prompts": prompts}, code=EXIT_CANNOT_CHECK

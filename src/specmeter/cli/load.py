@@ -59,6 +59,20 @@ def _trace(path: Path, prompts: Any, tokenizer: Path | None) -> Any:
         fail(str(e))
 
 
+def _interrupted(levels: list[str], recorded: dict[str, int]) -> str:
+    """What Ctrl-C left on disk: nothing, the levels before one interrupted in its warm-up, or every request
+    sent."""
+    during = f" (during level {levels[-1]}'s warm-up)" if levels else ""
+    if not any(recorded.values()):
+        return f"Interrupted before any request was measured{during}; nothing was measured."
+    if levels and not recorded.get(levels[-1]):
+        return (
+            f"Interrupted during level {levels[-1]}'s warm-up: nothing of that level was measured; every "
+            "request of the levels before it is on disk."
+        )
+    return "Interrupted; every request sent is on disk (those still in flight as interrupted)."
+
+
 def _check_failures(
     result: dict[str, Any], endpoint: str, max_error_rate: float | None, baseline: str | None = None
 ) -> None:
@@ -246,9 +260,17 @@ def load(
     from specmeter.load.run import execute_load
     from specmeter.load.view import render_load
 
+    # What was measured when Ctrl-C came: a level's warm-up records nothing (its requests are never rows).
+    levels: list[str] = []
+    recorded: dict[str, int] = {}
+
     def on_phase(phase: Phase) -> None:
+        levels.append(phase.label)
         if not quiet:
             err_console.print(f"[bold]load level {phase.label}[/] …")
+
+    def on_request(phase: Phase, role: Any, outcome: Any) -> None:
+        recorded[phase.label] = recorded.get(phase.label, 0) + 1
 
     from specmeter.sweep.launch import sigterm_as_interrupt
 
@@ -256,16 +278,19 @@ def load(
         with sigterm_as_interrupt():  # SIGTERM ends the run as Ctrl-C does: in-flight recorded, files saved
             result = asyncio.run(
                 execute_load(
-                    cfg, config=config, json_out=json_out, csv_out=csv_out, log_out=log_out, on_phase=on_phase
+                    cfg,
+                    config=config,
+                    json_out=json_out,
+                    csv_out=csv_out,
+                    log_out=log_out,
+                    on_phase=on_phase,
+                    on_request=on_request,
                 )
             )
     except LoadError as e:
         fail(str(e))
     except KeyboardInterrupt:
-        err_console.print(
-            "[yellow]Interrupted; every request sent is on disk (those still in flight as interrupted).[/]",
-            soft_wrap=True,
-        )
+        err_console.print(f"[yellow]{escape(_interrupted(levels, recorded))}[/]", soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if not quiet:
         render_load(result, console)

@@ -84,6 +84,7 @@ def replay(
         if sources or methods or ray is not None or shards is not None:
             fail("--merge takes shard results only (no --from, --method, --ray or --shards)")
         check_outputs(outputs, {"--merge": list(merge), "--costs": costs})
+        _check_store(resolve_store(store, no_store))
         try:
             result, rows = merge_results(list(merge), json_out, csv_out, costs=costs)
         except ReplayError as e:
@@ -107,6 +108,7 @@ def replay(
     if config.shard is not None and json_out is None:
         fail("--shard needs --json (the shard's result, for --merge)")
     check_outputs(outputs, {"--from": list(sources), "--rules": rules, "--costs": costs})
+    _check_store(resolve_store(None if shard else store, no_store or bool(shard)))
     from specmeter.pricing import CostsError
     from specmeter.replay.run import replay_from
 
@@ -133,6 +135,20 @@ def replay(
         resolve_store(None if shard else store, no_store or bool(shard)),
         quiet,
     )
+
+
+def _check_store(store: Path | None) -> None:
+    """The run store a replay records into, refused before any work when no run can be recorded there (not
+    a store, another file, unreadable or read-only), as bench refuses it (docs/results.md)."""
+    if store is None:
+        return
+    from specmeter.store import RunStore, StoreError
+
+    try:
+        with RunStore(store) as opened:
+            opened.check_writable()
+    except StoreError as e:
+        fail(f"--store: {e}")
 
 
 def _finish(

@@ -32,6 +32,8 @@ __all__ = [
     "parse_method",
 ]
 
+# suffix's factor and offset: |value| at most this (float32 arithmetic on match lengths <= 4096 stays finite).
+SUFFIX_LIMIT = 1e6
 Value = int | float | str
 Kind = Literal["int", "float", "str"]
 
@@ -162,8 +164,24 @@ METHODS: dict[str, Method] = {
                     low=0,
                     high=2**31 - 1,
                 ),
-                Key("factor", "float", 1.0, "max_spec_factor: draft ≤ factor·match + offset", low=0.0),
-                Key("offset", "float", 0.0, "max_spec_offset: draft ≤ factor·match + offset"),
+                # Bounded so that factor·match + offset stays a finite float32 (the cache's arithmetic) at
+                # any depth; a draft is at most k <= 64 tokens, so larger values change nothing.
+                Key(
+                    "factor",
+                    "float",
+                    1.0,
+                    "max_spec_factor: draft ≤ factor·match + offset",
+                    low=0.0,
+                    high=SUFFIX_LIMIT,
+                ),
+                Key(
+                    "offset",
+                    "float",
+                    0.0,
+                    "max_spec_offset: draft ≤ factor·match + offset",
+                    low=-SUFFIX_LIMIT,
+                    high=SUFFIX_LIMIT,
+                ),
                 Key(
                     "min_prob",
                     "float",

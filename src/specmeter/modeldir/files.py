@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
 
 __all__ = [
     "TOKENIZER_FILES",
     "ModelDirError",
     "ModelShape",
+    "check_model_files",
     "eos_ids",
     "first_line",
     "read_json",
@@ -42,7 +43,7 @@ def first_line(e: BaseException) -> str:
 def read_json(path: Path, what: str = "JSON") -> dict[str, Any]:
     """A JSON object from ``path``; ``what`` names the file in the message (``unreadable config (...)``)."""
     try:
-        data = jsonsafe.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.loads(inputs.read_text(path))
     except FileNotFoundError:
         raise ModelDirError(f"{path}: missing") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -62,13 +63,29 @@ def read_model_config(path: Path) -> dict[str, Any]:
         raise ModelDirError(f"{path}: no such directory")
     if not path.is_dir():
         raise ModelDirError(f"{path}: not a directory (expected a Hugging Face model directory)")
+    check_model_files(path)
     cfg_file = path / "config.json"
     if not cfg_file.is_file():
         raise ModelDirError(f"{cfg_file}: missing (not a Hugging Face model directory)")
     return read_json(cfg_file, "config")
 
 
+def check_model_files(path: Path) -> None:
+    """ModelDirError when a file of the directory ``path`` is a FIFO, a device or a socket: the libraries
+    that read model files (tokenizers, safetensors) would block on a FIFO or read a device without end."""
+    try:
+        entries = sorted(path.iterdir())
+    except OSError:
+        return  # the reader says what it cannot read
+    for entry in entries:
+        try:
+            inputs.check_input(entry)
+        except inputs.InputError as e:
+            raise ModelDirError(f"{entry}: unreadable ({e})") from None
+
+
 def require_tokenizer_files(path: Path) -> None:
+    check_model_files(path)
     if not any((path / f).is_file() for f in TOKENIZER_FILES):
         raise ModelDirError(f"{path}: no tokenizer (expected tokenizer.json)")
 

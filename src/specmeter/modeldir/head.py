@@ -27,9 +27,18 @@ from typing import Any
 from specmeter.metrics.memory import bytes_per_element, kv_bytes_per_token
 from specmeter.metrics.records import ModelInfo
 from specmeter.modeldir.files import ModelDirError, read_model_config
-from specmeter.modeldir.weights import WeightFacts, read_weights, tensor_names
+from specmeter.modeldir.weights import WeightFacts, read_weights, tensor_names, tensor_shapes
 
-__all__ = ["EAGLE3_ARCHITECTURES", "HeadFacts", "head_info", "is_head_config", "read_head"]
+__all__ = [
+    "EAGLE3_ARCHITECTURES",
+    "HeadFacts",
+    "head_info",
+    "head_mismatch",
+    "head_tensor_shapes",
+    "is_head_config",
+    "read_head",
+    "stored_shape_problem",
+]
 
 EAGLE3_ARCHITECTURES = ("Eagle3Speculator",)
 #: Weights the head may carry that specmeter takes from the target instead (not head memory).
@@ -80,6 +89,14 @@ def _int(where: str, block: dict[str, Any], key: str, default: int | None = None
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ModelDirError(f"{where}: field '{key}' missing or not a positive integer")
     return value
+
+
+def _eps(where: str, block: dict[str, Any]) -> float:
+    value = block.get("rms_norm_eps", 1e-6)
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1
+    if not ok:
+        raise ModelDirError(f"{where}: field 'rms_norm_eps' is {value!r}, not a number in (0, 1)")
+    return float(value)
 
 
 def read_head(path: Path) -> HeadFacts:
@@ -151,7 +168,7 @@ def read_head(path: Path) -> HeadFacts:
         head_dim=head_dim,
         intermediate=_int(lwhere, layer, "intermediate_size"),
         vocab=vocab,
-        rms_norm_eps=float(layer.get("rms_norm_eps", 1e-6)),
+        rms_norm_eps=_eps(lwhere, layer),
         rope_theta=theta,
         max_positions=_int(lwhere, layer, "max_position_embeddings", 4096),
         aux_layers=tuple(aux),
@@ -183,3 +200,50 @@ def head_info(facts: HeadFacts, name: str | None = None) -> ModelInfo:
         head_dim=facts.head_dim,
         implementation="native",
     )
+
+
+def head_tensor_shapes(facts: HeadFacts, aux: int | None = None) -> dict[str, tuple[int, ...]]:
+    """Every tensor an EAGLE-3 head of ``facts``' shape stores, by its speculators name (the format)."""
+    h, a = facts.hidden, aux if aux is not None else len(facts.aux_layers)
+    q, kv = facts.heads * facts.head_dim, facts.kv_heads * facts.head_dim
+    p = "layers.0."
+    return {
+        "fc.weight": (h, a * h),
+        p + "self_attn.q_proj.weight": (q, 2 * h),
+        p + "self_attn.k_proj.weight": (kv, 2 * h),
+        p + "self_attn.v_proj.weight": (kv, 2 * h),
+        p + "self_attn.o_proj.weight": (h, q),
+        p + "mlp.gate_proj.weight": (facts.intermediate, h),
+        p + "mlp.up_proj.weight": (facts.intermediate, h),
+        p + "mlp.down_proj.weight": (h, facts.intermediate),
+        p + "input_layernorm.weight": (h,),
+        p + "hidden_norm.weight": (h,),
+        p + "post_attention_layernorm.weight": (h,),
+        "norm.weight": (h,),
+    }
+
+
+def head_mismatch(facts: HeadFacts, *, name: str, layers: int, hidden: int, vocab: int) -> str | None:
+    """Why the head cannot run on a target ``name`` of ``layers`` layers, hidden size ``hidden`` and
+    vocabulary ``vocab`` (one line naming the head directory), or None: the one check of a head against a
+    target, for the engine (``load_head``) and for ``compat`` (from the target's config.json)."""
+    if facts.hidden != hidden or facts.vocab != vocab:
+        return (
+            f"{facts.path}: a head for another target (hidden size {facts.hidden}, vocabulary "
+            f"{facts.vocab}); {name} has hidden size {hidden}, vocabulary {vocab}"
+        )
+    if any(i > layers for i in facts.aux_layers):
+        return f"{facts.path}: reads target layers {list(facts.aux_layers)}; {name} has {layers}"
+    return None
+
+
+def stored_shape_problem(facts: HeadFacts) -> str | None:
+    """Why the head's stored tensors (safetensors headers) are not those of its config's shape, or None:
+    a tensor missing, or of another shape."""
+    stored = tensor_shapes(facts.path)
+    for key, shape in head_tensor_shapes(facts).items():
+        if key not in stored:
+            return f"{facts.path}: not an EAGLE-3 head (tensor {key!r} missing)"
+        if stored[key] != shape:
+            return f"{facts.path}: tensor {key!r} is {list(stored[key])}, expected {list(shape)}"
+    return None

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
 from specmeter.modeldir.files import ModelDirError
 
-__all__ = ["WeightFacts", "read_weights", "tensor_names"]
+__all__ = ["WeightFacts", "read_weights", "tensor_names", "tensor_shapes"]
 
 _MAX_HEADER = 100 * 2**20  # real headers are a few MB at most; anything larger is a corrupt length field
 # safetensors dtype names -> the names the rest of specmeter uses
@@ -45,7 +45,7 @@ class WeightFacts:
 def _read_header(file: Path) -> tuple[dict[str, Any], int]:
     """The header and the number of bytes it takes with its length field."""
     try:
-        with file.open("rb") as fh:
+        with inputs.open_input(file) as fh:
             raw = fh.read(8)
             if len(raw) < 8:
                 raise ModelDirError(f"{file}: unreadable safetensors header (file shorter than 8 bytes)")
@@ -104,3 +104,18 @@ def tensor_names(path: Path) -> list[str]:
         header, _ = _read_header(file)
         names.extend(name for name in header if name != "__metadata__")
     return names
+
+
+def tensor_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape stored in the ``*.safetensors`` files of ``path`` (headers only)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for file in sorted(path.glob("*.safetensors")):
+        header, _ = _read_header(file)
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            try:
+                shapes[name] = tuple(int(d) for d in entry["shape"])
+            except (KeyError, TypeError, ValueError):
+                raise ModelDirError(f"{file}: unreadable safetensors header (tensor {name!r})") from None
+    return shapes

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specmeter.inputs import InputError, check_input
 from specmeter.methods import DraftDir, MethodSpec, MethodSpecError, parse_candidate
 from specmeter.metrics.acceptance import K_MAX_LIMIT
 
@@ -77,6 +78,10 @@ class ReplayConfig:
         for s in self.sources:
             if not s.exists():
                 raise ReplayError(f"--from: {s} does not exist")
+            try:
+                check_input(s)
+            except InputError as e:
+                raise ReplayError(f"--from: {s} is {e}") from None
         if not self.methods:
             raise ReplayError("--method: give at least one method (ngram, ngram-simple, suffix, …)")
         if len(set(self.methods)) != len(self.methods):

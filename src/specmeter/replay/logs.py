@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
 from specmeter.goldenset.categorize import CategoryRules, categorize
 from specmeter.goldenset.formats import LogPrompt, Problem, RecordError, parse_record
 
@@ -34,6 +34,9 @@ __all__ = ["End", "LoggedRequest", "NoResponses", "iter_log", "log_files"]
 # How the response ended: at EOS, at max_tokens, or unknown (cut short, or a stop string).
 End = Literal["eos", "length", "other"]
 
+# A longer line is a bad line, read past without being held: parsed, its ids would take over 100 times its
+# size in memory (a 50 MB line peaked at 6 GB).
+MAX_LINE_BYTES = 8 * 2**20
 _EOS_REASONS = frozenset({"eos", "stop", "end_turn", "stop_sequence", "eos_token"})
 _LENGTH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 
@@ -210,7 +213,9 @@ def parse_logged(
     else:
         output_ids = _ids(obj.get("output_ids"), "output_ids")
         logged = obj.get("output")
-        text = logged if isinstance(logged, str) else None
+        if logged is not None and not isinstance(logged, str):
+            raise RecordError("field 'output': must be text (the response)")
+        text = logged
         if output_ids is None and text is None:
             if response is not None:
                 raise RecordError("field 'response': must be an object (a response body)")
@@ -262,10 +267,14 @@ def iter_log(
     for path in log_files(sources):
         file = os.fspath(path)
         seen_response = False
-        with open(path, "rb") as fh:
-            for number, raw in enumerate(fh, start=1):
+        with inputs.open_input(path) as fh:
+            for number, (raw, size) in enumerate(inputs.bounded_lines(fh, MAX_LINE_BYTES), start=1):
                 if on_bytes is not None:
-                    on_bytes(len(raw))
+                    on_bytes(size)
+                if raw is None:
+                    index += 1
+                    yield Problem(file, number, f"a line of {size:,} bytes, more than {MAX_LINE_BYTES:,}")
+                    continue
                 if not raw.strip():
                     continue
                 position = index

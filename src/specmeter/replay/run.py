@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import gc
+import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -24,11 +25,13 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
 from specmeter.goldenset.categorize import RulesError, load_rules
 from specmeter.goldenset.formats import Problem
+from specmeter.inputs import InputError
 from specmeter.measuring.progress import Reporter, Silent
 from specmeter.methods import DraftDir, MethodSpec
+from specmeter.metrics.acceptance import K_MAX_LIMIT
 from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord, StepRecord, run_label
 from specmeter.metrics.summary import MODEL_FILE_KEYS, judge, summarize, summarize_by_category
 from specmeter.pricing.book import is_model_free
@@ -490,9 +493,11 @@ def _nothing(cfg: ReplayConfig, t: LogTally) -> ReplayError:
 
 def _read_shard(path: Path) -> Mapping[str, Any]:
     try:
-        data = jsonsafe.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.loads(inputs.read_text(path))
     except FileNotFoundError:
         raise ReplayError(f"--merge: {path} does not exist") from None
+    except InputError as e:
+        raise ReplayError(f"--merge: {path} is {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ReplayError(f"--merge: {path}: cannot read ({e})") from None
     except json.JSONDecodeError as e:
@@ -508,7 +513,133 @@ def _read_shard(path: Path) -> Mapping[str, Any]:
         raise ReplayError(f"--merge: {path} is not a shard (a replay run with --shard i/N and --json)")
     if data.get("complete") is not True:
         raise ReplayError(f"--merge: {path} is an unfinished shard (complete: false)")
+    problem = shard_problem(data)
+    if problem is not None:
+        raise ReplayError(f"--merge: {path}: {problem}")
     return data
+
+
+# A row's bounds: a response of more tokens than this is no log line specmeter reads (and its steps, expanded
+# into records, would not fit in memory).
+MAX_ROW_TOKENS = 1 << 24
+_LOG_COUNTS = ("records", "usable", "warm", "measured", "other_shards", "beyond_limit", "bad_lines")
+FINISHES = frozenset({"eos", "length", "interrupted"})
+
+
+def _count(value: Any, high: int | None = None) -> bool:
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value >= 0
+        and (high is None or value <= high)
+    )
+
+
+def _row_problem(row: Any, k: int) -> str | None:
+    """What is wrong with one row of a shard (``Row.as_dict``'s shape, its counts bounded and consistent),
+    or None."""
+    if not isinstance(row, Mapping):
+        return f"expected an object, got {type(row).__name__}"
+    for key in ("i", "prompt_tokens", "output_tokens", "past_end"):
+        if not _count(row.get(key), MAX_ROW_TOKENS):
+            return f"field '{key}' is {row.get(key)!r}, not an integer in 0..{MAX_ROW_TOKENS}"
+    for key in ("id", "category", "source"):
+        if not isinstance(row.get(key), str):
+            return f"field '{key}' is {row.get(key)!r}, not text"
+    if row.get("finish") not in FINISHES:
+        return f"field 'finish' is {row.get('finish')!r}, not one of {', '.join(sorted(FINISHES))}"
+    steps = row.get("steps")
+    if not isinstance(steps, list):
+        return f"field 'steps' is {steps!r}, not a list"
+    total = 0
+    for j, step in enumerate(steps):
+        if not (isinstance(step, list) and len(step) == 5 and all(_count(x) for x in step)):
+            return (
+                f"steps[{j}] is {step!r}, not [drafted, accepted, emitted, forwards, count] of integers >= 0"
+            )
+        drafted, accepted, emitted, _, count = step
+        if drafted > k or accepted > drafted or emitted > accepted + 1 or count < 1:
+            return (
+                f"steps[{j}] {step!r}: need drafted <= k ({k}), accepted <= drafted, emitted <= accepted + 1 "
+                "and count >= 1"
+            )
+        total += count
+        if total > row["output_tokens"] + 1:
+            return f"steps: {total} or more steps for {row['output_tokens']} output tokens"
+    return None
+
+
+def shard_problem(data: Mapping[str, Any]) -> str | None:
+    """What makes a shard's result unusable for a merge, one clause naming the field, or None: its config,
+    shard index and count, log counts, candidates and rows checked field by field and across fields (one
+    row per measured request and candidate, request indices unique and of this shard, counts bounded)."""
+    run = data.get("run")
+    config = run.get("config") if isinstance(run, Mapping) else None
+    if not isinstance(config, Mapping):
+        return "field 'run.config' missing or not an object"
+    models = run.get("models") if isinstance(run, Mapping) else None
+    if not isinstance(models, Mapping) or not isinstance(models.get("target"), Mapping):
+        return "field 'run.models.target' missing or not an object"
+    for key in ("model", "target"):
+        if not isinstance(config.get(key), str):
+            return f"field 'run.config.{key}' is {config.get(key)!r}, not text"
+    warm = config.get("warm", 0)
+    if not _count(warm):
+        return f"field 'run.config.warm' is {warm!r}, not an integer >= 0"
+    section = data["replay"]
+    shard = section["shard"]
+    index, count = shard.get("index"), shard.get("count")
+    if not _count(count) or count < 1 or not _count(index) or index >= count:
+        return f"field 'replay.shard' is {_short(shard)}, not an index i and a count N with 0 <= i < N"
+    log = section.get("log")
+    if not isinstance(log, Mapping):
+        return "field 'replay.log' missing or not an object"
+    for key in _LOG_COUNTS:
+        if not _count(log.get(key)):
+            return f"field 'replay.log.{key}' is {_short(log.get(key))}, not an integer >= 0"
+    measured = log["measured"]
+    candidates = data.get("candidates")
+    if not isinstance(candidates, list) or not candidates:
+        return "field 'candidates' missing or empty"
+    rows = section.get("rows")
+    if not isinstance(rows, Mapping):
+        return "field 'replay.rows' is not an object"
+    labels = []
+    for n, c in enumerate(candidates):
+        draft = c.get("draft") if isinstance(c, Mapping) else None
+        k = c.get("k") if isinstance(c, Mapping) else None
+        if not isinstance(draft, str) or not isinstance(k, int) or not _count(k, K_MAX_LIMIT) or k < 1:
+            return f"candidates[{n}]: expected a draft (text) and a k in 1..{K_MAX_LIMIT}"
+        label = run_label(draft, k)
+        labels.append(label)
+        part = rows.get(label)
+        if not isinstance(part, list):
+            return f"field 'replay.rows' has no list of rows for {label}"
+        if len(part) != measured:
+            return f"replay.rows.{label}: {len(part)} rows, but replay.log.measured is {measured}"
+        seen: set[int] = set()
+        for j, row in enumerate(part):
+            problem = _row_problem(row, k)
+            if problem is not None:
+                return f"replay.rows.{label}[{j}]: {problem}"
+            i = row["i"]
+            if i in seen:
+                return f"replay.rows.{label}[{j}]: request index {i} appears twice"
+            if i < warm or (i - warm) % count != index:
+                return f"replay.rows.{label}[{j}]: request index {i} is not one of shard {index}/{count}'s"
+            seen.add(i)
+    if len(set(labels)) != len(labels):
+        return "field 'candidates' names a method and k twice"
+    if set(rows) != set(labels):
+        return (
+            f"field 'replay.rows' holds {', '.join(sorted(map(str, set(rows) - set(labels))))}: no candidate"
+        )
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _SHARD_FREE = ("shard",)
@@ -571,7 +702,12 @@ def merge_shards(
     ``run.config``; ``costs`` recomputes the predicted costs from the merged figures (else the first
     shard's are kept)."""
     first_path, first = shards[0]
+    for path, data in shards:
+        problem = shard_problem(data)
+        if problem is not None:
+            raise ReplayError(f"--merge: {path}: {problem}")
     count = int(first["replay"]["shard"]["count"])
+    keys = sorted(run_label(str(c["draft"]), int(c["k"])) for c in first["candidates"])
     shard_config = {k: v for k, v in first["run"]["config"].items() if k not in _SHARD_FREE}
     seen: dict[int, str] = {}
     for path, data in shards:
@@ -585,14 +721,17 @@ def merge_shards(
         shard = data["replay"]["shard"]
         if int(shard["count"]) != count:
             raise ReplayError(f"--merge: {path} is shard {shard['index']}/{shard['count']}, not of {count}")
+        if sorted(run_label(str(c["draft"]), int(c["k"])) for c in data["candidates"]) != keys:
+            raise ReplayError(f"--merge: {path} holds other methods or k than {first_path}")
         index = int(shard["index"])
         if index in seen:
             raise ReplayError(f"--merge: {seen[index]} and {path} are both shard {index}/{count}")
         seen[index] = path
-    missing = sorted(set(range(count)) - set(seen))
-    if missing:
+    if count != len(seen):  # the first few missing, found among the first len(seen) + 5 indices
+        missing = list(itertools.islice((i for i in range(count) if i not in seen), 5))
+        more = f" ({count - len(seen)} in all)" if count - len(seen) > len(missing) else ""
         raise ReplayError(
-            f"--merge: shard{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
+            f"--merge: shard{'s' if count - len(seen) > 1 else ''} {', '.join(map(str, missing))}{more} "
             f"of {count} missing"
         )
     rows: dict[tuple[str, int], list[Row]] = {}

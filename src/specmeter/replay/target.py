@@ -11,10 +11,11 @@ tokens. The engine imports torch; it is imported only here, and only then.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from specmeter.methods import DraftDir, MethodSpec
-from specmeter.modeldir import ModelDirError, eos_ids, read_model_config
+from specmeter.modeldir import ModelDirError, ModelShape, eos_ids, read_model_config
 from specmeter.replay.config import ReplayConfig, ReplayError
 from specmeter.replay.proposers import EngineProposer, ReplayProposer
 from specmeter.replay.tokens import TokenChecks
@@ -38,7 +39,27 @@ def open_checks(cfg: ReplayConfig) -> TokenChecks:
             raise ReplayError(f"--target: {e}") from None
     eos = eos_ids(cfg.target, config, tokenizer)
     vocab = max(len(tokenizer), int(config.get("vocab_size") or 0))
-    return TokenChecks(tokenizer, eos, cfg.model_name, vocab, max(cfg.ks))
+    context = None
+    if cfg.needs_model:  # the model's embedding rows and context bound what it can be fed
+        shape = ModelShape.of(config)
+        vocab = shape.embedding_rows or vocab
+        context = _context(cfg, shape.max_positions)
+    return TokenChecks(tokenizer, eos, cfg.model_name, vocab, max(cfg.ks), context)
+
+
+def _context(cfg: ReplayConfig, target: int | None) -> int | None:
+    """The longest sequence every model of the replay holds: the target's context, and each draft
+    directory's (a draft forwards over the same tokens)."""
+    limits = [target] if target else []
+    for parsed in cfg.parsed:
+        if isinstance(parsed, DraftDir):
+            try:
+                draft = ModelShape.of(read_model_config(Path(parsed.path))).max_positions
+            except ModelDirError as e:
+                raise ReplayError(f"--method: {e}") from None
+            if draft:
+                limits.append(draft)
+    return min(limits) if limits else None
 
 
 def engine_proposers(cfg: ReplayConfig) -> Callable[[MethodSpec | DraftDir], ReplayProposer] | None:

@@ -29,7 +29,7 @@ from specmeter.workloads.render import render_prompt
 
 __all__ = ["Flag", "Prepared", "TokenChecks", "prepare"]
 
-Flag = Literal["other_model", "tokenizer", "empty"]
+Flag = Literal["other_model", "tokenizer", "empty", "context"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class TokenChecks:
     model: str
     vocab_size: int
     k_max: int
+    # With a method that runs a model: the target's context (a request walked needs prompt + response +
+    # k + 1 positions); None for model-free methods, which hold any length.
+    context: int | None = None
 
     @property
     def eos_id(self) -> int | None:
@@ -90,12 +93,15 @@ def prepare(request: LoggedRequest, checks: TokenChecks) -> Prepared | tuple[Fla
         prompt = tuple(render_prompt(rendered, tok))
     if not prompt:
         return "empty", "the prompt renders to no tokens"
+    beyond = f"token ids beyond the vocabulary ({checks.vocab_size})"
+    if any(t >= checks.vocab_size for t in prompt):
+        return "tokenizer", "prompt " + beyond
     not_canonical = False
     text = request.output_text
     if request.output_ids is not None:
         response = request.output_ids
-        if any(t >= checks.vocab_size for t in (*prompt, *response)):
-            return "tokenizer", f"token ids beyond the tokenizer's vocabulary ({checks.vocab_size})"
+        if any(t >= checks.vocab_size for t in response):
+            return "tokenizer", "response " + beyond
         if text is not None:
             if _decode(tok, response) != text:
                 return "tokenizer", "the logged ids do not decode to the logged text with this tokenizer"
@@ -123,4 +129,9 @@ def prepare(request: LoggedRequest, checks: TokenChecks) -> Prepared | tuple[Fla
     else:
         limit = len(response)
     response = response[:limit]
+    if checks.context is not None and len(prompt) + len(response) + checks.k_max + 1 > checks.context:
+        return "context", (
+            f"{len(prompt)} prompt and {len(response)} response tokens (+ k {checks.k_max} + 1) exceed the "
+            f"context of {checks.context} (the target's, or a draft's)"
+        )
     return Prepared(request, tuple(prompt), tuple(response), limit, not_canonical)

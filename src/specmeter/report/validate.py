@@ -78,6 +78,7 @@ class _Checker:
     def summary(self, where: str, s: Any) -> None:
         if not self.mapping(where, s):
             return
+        known = len(self.problems)
         for key in _COUNTS:
             self.number(f"{where}.{key}", s.get(key), low=0, integer=True)
         for key in _RATES:
@@ -113,6 +114,52 @@ class _Checker:
         danger = s.get("danger_zone")
         if danger is not None and not isinstance(danger, bool):
             self.bad(f"{where}.danger_zone", "true, false or null", danger)
+        if len(self.problems) == known:
+            self.across(where, s)
+
+    def across(self, where: str, s: Mapping[str, Any]) -> None:
+        """The summary's fields against each other (each is already of its type and range): accepted and
+        rejected tokens within the drafted ones, α = accepted / drafted, and per position the counts
+        non-increasing, reached within drafted and P_i non-increasing (a position is reached only through
+        the ones before it)."""
+        drafted, accepted = s.get("drafted_tokens"), s.get("accepted_tokens")
+        if isinstance(drafted, int | float) and isinstance(accepted, int | float):
+            if accepted > drafted:
+                self.problems.append(
+                    f"{where}.accepted_tokens: {accepted} accepted of {drafted} drafted (accepted <= drafted)"
+                )
+                return
+            rate = s.get("acceptance_rate")
+            if drafted and isinstance(rate, int | float) and abs(rate - accepted / drafted) > 1e-6:
+                self.problems.append(
+                    f"{where}.acceptance_rate: {rate:g}, but accepted / drafted is {accepted / drafted:g}"
+                )
+                return
+            rejections = s.get("rejections")
+            if isinstance(rejections, int | float) and rejections > drafted:
+                self.problems.append(f"{where}.rejections: {rejections} rejected of {drafted} drafted")
+                return
+        before: Mapping[str, Any] | None = None
+        for i, entry in enumerate(s.get("per_position") or []):
+            at = f"{where}.per_position[{i}]"
+            count, reached, p = entry.get("count"), entry.get("reached"), entry.get("cumulative")
+            if isinstance(count, int | float) and isinstance(reached, int | float) and reached > count:
+                self.problems.append(f"{at}.reached: {reached}, more than its count {count}")
+                return
+            if before is not None:
+                for key in ("count", "reached", "cumulative"):
+                    now, then = entry.get(key), before.get(key)
+                    if isinstance(now, int | float) and isinstance(then, int | float) and now > then + 1e-9:
+                        self.problems.append(
+                            f"{at}.{key}: {now:g}, above position {i}'s {then:g} (it never rises with the "
+                            "position)"
+                        )
+                        return
+            before = (
+                entry
+                if p is not None
+                else {**entry, "cumulative": before.get("cumulative") if before else None}
+            )
 
     def by_category(self, where: str, value: Any) -> None:
         if not self.mapping(where, value):

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
+from specmeter.inputs import InputError
 from specmeter.metrics.batch_surface import tau_by_k
 from specmeter.metrics.records import run_label
 
@@ -282,7 +283,9 @@ def read_source(path: Path, option: str) -> Source:
     from specmeter.report.validate import validate_result
 
     try:
-        data = jsonsafe.loads(Path(path).read_text(encoding="utf-8"), surrogates=True)
+        data = jsonsafe.loads(inputs.read_text(path), surrogates=True)
+    except InputError as e:
+        raise AcceptanceSourceError(f"{option}: {path} is {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise AcceptanceSourceError(f"{option}: {path}: unreadable ({e})") from None
     except json.JSONDecodeError as e:

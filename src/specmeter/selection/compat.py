@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-from specmeter.exitcodes import EXIT_CAVEATS, EXIT_INCOMPATIBLE, EXIT_OK
-from specmeter.modeldir import SPECIAL_ROLES, ModelFacts, TokenizerFacts
+from specmeter.exitcodes import EXIT_CANNOT_CHECK, EXIT_CAVEATS, EXIT_INCOMPATIBLE, EXIT_OK
+from specmeter.methods import MethodSpec
+from specmeter.modeldir import SPECIAL_ROLES, ModelDirError, ModelFacts, TokenizerFacts, read_model_config
+from specmeter.modeldir.head import head_mismatch, read_head, stored_shape_problem
 from specmeter.report.fmt import fmt_bytes
 from specmeter.selection.tokens import (
     TokenizationCheck,
@@ -349,3 +352,65 @@ def check_compat(
         level: Level = "ok" if tokenization.identical == tokenization.texts else "caveat"
         findings.append(Finding(level, "prompts", tokenization.summary()))
     return CompatReport(target, draft, findings, diff, tokenization)
+
+
+# ------------------------------------------------------------------------------------------- methods
+
+
+@dataclass(frozen=True)
+class MethodVerdict:
+    """What the commands would do with a method spec on this target: ``exit_code`` 0 (it runs), 2 (no
+    command can run it here) or 3 (a file it needs cannot be read), and one line saying why."""
+
+    exit_code: int
+    line: str
+
+
+def check_method(target: Path, spec: MethodSpec) -> MethodVerdict:
+    """A method spec against the target directory, as the commands would load it, from config.json and
+    safetensors headers only: ``layers:n`` needs n below the target's layers; ``eagle:head=DIR`` a head that
+    reads (config and weights' headers), whose tensors have its config's shapes and whose hidden size,
+    vocabulary and layers read are the target's. A model-free method proposes the target's own tokens."""
+    label = spec.label
+    if spec.method not in ("layers", "eagle"):
+        return MethodVerdict(
+            EXIT_OK,
+            f"{label}: a method, not a draft model: it proposes the target's own tokens (its tokenizer), so "
+            "there is no tokenizer to compare; compatible.",
+        )
+    try:
+        config = read_model_config(target)
+    except ModelDirError as e:
+        return MethodVerdict(EXIT_CANNOT_CHECK, str(e))
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
+    layers, hidden, vocab = (text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size"))
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (layers, hidden, vocab)):
+        return MethodVerdict(
+            EXIT_CANNOT_CHECK,
+            f"{target / 'config.json'}: num_hidden_layers, hidden_size or vocab_size missing or not a "
+            "positive integer",
+        )
+    assert isinstance(layers, int) and isinstance(hidden, int) and isinstance(vocab, int)
+    if spec.method == "layers":
+        n = spec.int_value("n")
+        if n >= layers:
+            return MethodVerdict(
+                EXIT_INCOMPATIBLE,
+                f"{label}: the target has {layers} layers; n must be in 1 … {layers - 1}: incompatible.",
+            )
+        return MethodVerdict(EXIT_OK, f"{label}: the target's first {n} of {layers} layers; compatible.")
+    try:
+        facts = read_head(Path(str(spec.values["head"])))
+        problem = stored_shape_problem(facts) or head_mismatch(
+            facts, name=target.name, layers=layers, hidden=hidden, vocab=vocab
+        )
+    except ModelDirError as e:
+        return MethodVerdict(EXIT_CANNOT_CHECK, str(e))
+    if problem is not None:
+        return MethodVerdict(EXIT_INCOMPATIBLE, f"{problem}: incompatible.")
+    return MethodVerdict(
+        EXIT_OK,
+        f"{label}: an EAGLE-3 head of hidden size {facts.hidden} reading target layers "
+        f"{list(facts.aux_layers)}; compatible.",
+    )

@@ -175,6 +175,15 @@ class RunStore:
     def close(self) -> None:
         self._conn.close()
 
+    def check_writable(self) -> None:
+        """StoreError unless a run can be written here (a read-only file, directory or mount says so only
+        at the first write: this takes the write lock and lets it go, writing nothing)."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error as e:
+            raise StoreError(f"{self.path}: cannot record a run there ({e})") from e
+
     def __enter__(self) -> RunStore:
         return self
 

@@ -43,34 +43,13 @@ from specmeter.engine.proposers.proposer import Proposals, Proposer, choose_toke
 from specmeter.engine.sampling import SamplingParams
 from specmeter.metrics.records import ModelInfo
 from specmeter.modeldir import ModelDirError
-from specmeter.modeldir.head import HeadFacts, head_info, read_head
+from specmeter.modeldir.head import HeadFacts, head_info, head_mismatch, head_tensor_shapes, read_head
 
 __all__ = ["EagleHead", "EagleProposer", "HeadMismatch", "check_head", "head_tensor_shapes", "load_head"]
 
 
 class HeadMismatch(ValueError):
     """The head cannot run on this target; the message is one line naming the head directory."""
-
-
-def head_tensor_shapes(facts: HeadFacts, aux: int | None = None) -> dict[str, tuple[int, ...]]:
-    """Every tensor an EAGLE-3 head of ``facts``' shape stores, by its speculators name (the format)."""
-    h, a = facts.hidden, aux if aux is not None else len(facts.aux_layers)
-    q, kv = facts.heads * facts.head_dim, facts.kv_heads * facts.head_dim
-    p = "layers.0."
-    return {
-        "fc.weight": (h, a * h),
-        p + "self_attn.q_proj.weight": (q, 2 * h),
-        p + "self_attn.k_proj.weight": (kv, 2 * h),
-        p + "self_attn.v_proj.weight": (kv, 2 * h),
-        p + "self_attn.o_proj.weight": (h, q),
-        p + "mlp.gate_proj.weight": (facts.intermediate, h),
-        p + "mlp.up_proj.weight": (facts.intermediate, h),
-        p + "mlp.down_proj.weight": (h, facts.intermediate),
-        p + "input_layernorm.weight": (h,),
-        p + "hidden_norm.weight": (h,),
-        p + "post_attention_layernorm.weight": (h,),
-        "norm.weight": (h,),
-    }
 
 
 class EagleHead:
@@ -298,17 +277,11 @@ class EagleProposer(Proposer):
 
 def check_head(facts: HeadFacts, target: CausalLM, target_layers: int, target_hidden: int) -> None:
     """HeadMismatch (one line) unless the head was made for a target of this shape."""
-    where = f"{facts.path}"
-    if facts.hidden != target_hidden or facts.vocab != target.vocab_size:
-        raise HeadMismatch(
-            f"{where}: a head for another target (hidden size {facts.hidden}, vocabulary {facts.vocab}); "
-            f"{target.info.name} has hidden size {target_hidden}, vocabulary {target.vocab_size}"
-        )
-    bad = [i for i in facts.aux_layers if i > target_layers]
-    if bad:
-        raise HeadMismatch(
-            f"{where}: reads target layers {list(facts.aux_layers)}; {target.info.name} has {target_layers}"
-        )
+    problem = head_mismatch(
+        facts, name=target.info.name, layers=target_layers, hidden=target_hidden, vocab=target.vocab_size
+    )
+    if problem is not None:
+        raise HeadMismatch(problem)
 
 
 def load_head(path: Path, target: CausalLM, name: str | None = None) -> EagleProposer:
