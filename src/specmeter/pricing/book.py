@@ -21,14 +21,12 @@ trust travels with it: the machine verdict of the run that timed it and its nois
 from __future__ import annotations
 
 import math
-import os
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specmeter import jsonsafe
+from specmeter import inputs, jsonsafe
 from specmeter.metrics.batch_surface import CostSurface, SurfacePoint
 
 __all__ = [
@@ -264,22 +262,11 @@ def surface_from_section(section: Mapping[str, Any], where: str) -> CostSurface:
     return CostSurface(tuple(points))
 
 
-def check_input(path: Path, option: str = "--costs") -> None:
-    """A regular file of bounded size, or one line (a FIFO would block, a device never ends)."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise CostsError(f"{option}: {path}: cannot read ({e.strerror or e})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise CostsError(f"{option}: {path}: not a regular file")
-    if st.st_size > MAX_COST_FILE_BYTES:
-        raise CostsError(f"{option}: {path}: {st.st_size} bytes, larger than any result specmeter writes")
-
-
 def read_json(path: Path, option: str = "--costs") -> Any:
-    check_input(path, option)
+    """The cost file's JSON: a regular file of bounded size (``specmeter.inputs``: a FIFO would block, a
+    device never end), or one line naming the option and the file."""
     try:
-        return jsonsafe.loads(path.read_text(encoding="utf-8"))
+        return jsonsafe.loads(inputs.read_text(path, MAX_COST_FILE_BYTES))
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise CostsError(f"{option}: {path}: cannot read a JSON result ({e})") from None
 
