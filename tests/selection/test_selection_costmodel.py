@@ -147,6 +147,14 @@ def test_predict_speedup_needs_every_input() -> None:
     assert predict_speedup(mix, None, fit, 0.011) is None
     assert predict_speedup(mix, CURVE, None, 0.011) is None
     assert predict_speedup(mix, CURVE, fit, None) is None
+    # issue 37: an overhead line fitted to noise (negative per drafted token, a loaded machine) would predict
+    # 20x at 2 tokens per forward; a drafting step costs at least a plain one, so E > tokens per forward is
+    # refused (None), not printed
+    # (spec time 10·0.016 + 10·O0 − 0.004·20 = 0.09 s > 0: E would be 0.22/0.09 = 2.4 at 2 tokens per forward)
+    noisy = fit_line([0, 1], [O0, O0 - 0.004])
+    assert predict_speedup(mix, CURVE, noisy, 0.011) is None
+    fine = fit_line([0, 1], [O0, O0 - 0.002])  # 0.13 s: E 1.69, within the 2 tokens per forward
+    assert predict_speedup(mix, CURVE, fine, 0.011) == pytest.approx(0.22 / 0.13)
 
 
 def test_measured_and_predicted_e_cal_agree_on_a_run_with_short_drafts() -> None:

@@ -369,7 +369,12 @@ def predict_speedup(
     spec_s = mix.decode_s(curve) + overhead.intercept * forwards + overhead.slope * mix.drafted
     if spec_s <= 0:
         return None
-    return baseline_seconds_per_token * mix.tokens / spec_s
+    e = baseline_seconds_per_token * mix.tokens / spec_s
+    # A step that drafts costs at least a plain one, so E cannot exceed the tokens per forward; above it the
+    # overhead line was fitted to noise (a negative slope on a loaded machine): no figure, not a wrong one.
+    if forwards > 0 and e > mix.tokens / forwards * (1.0 + 1e-9):
+        return None
+    return e
 
 
 @dataclass(frozen=True)
