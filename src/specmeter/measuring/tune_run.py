@@ -108,5 +108,8 @@ def run_tune(
         source = next(r for r in runs if r.k == section["source_k"])
         batched = tune_batch_section(m, source, k_max=k_max, reporter=reporter, others=others)
         if batched is not None:
+            from specmeter.selection.batch_analysis import schedule_agreement
+
+            batched["agreement"] = schedule_agreement(section, batched)
             section["batch"] = batched
     return close(m, section, render=render)

@@ -15,7 +15,7 @@ Plain JSON values only; no torch.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specmeter.engine.schedule import KSchedule
@@ -162,3 +162,45 @@ def analyse_batch_bench(
         "waves": "the golden set in waves of B prompts decoded together; the wave prediction replays each "
         "request's recorded steps with the surface's step costs, so the batch shrinks as requests finish",
     }
+
+
+# Two k whose measured E differ by less than this share are a tie: the sweep cannot order them.
+SWEEP_TIE = 0.03
+
+
+def schedule_agreement(tune: Mapping[str, Any], batch: Mapping[str, Any]) -> str | None:
+    """Whether the batch schedule's k at B = 1 is the sweep's best measured k, and if not, why (issue 37):
+    the two figures of each k side by side, and whether the sweep could tell them apart. None when either is
+    missing."""
+    measured = (((tune.get("best_k") or {}).get("all") or {}).get("measured") or {}).get("k")
+    scheduled = (batch.get("best_k") or {}).get("1")
+    if measured is None or scheduled is None:
+        return None
+    if int(measured) == int(scheduled):
+        return f"the schedule's k at B=1 ({scheduled}) is the sweep's best measured k"
+    rows = {r["k"]: r for r in (tune.get("by_k") or {}).get("all") or []}
+    table = next((t for t in batch.get("table") or [] if t.get("batch") == 1), {})
+    surface = {c["k"]: c.get("speedup_predicted") for c in table.get("by_k") or []}
+
+    def meas(k: int) -> float | None:
+        value = (rows.get(k) or {}).get("speedup_measured_decode")
+        return float(value) if isinstance(value, int | float) else None
+
+    m_best, m_sched = meas(int(measured)), meas(int(scheduled))
+    s_best, s_sched = surface.get(int(measured)), surface.get(int(scheduled))
+
+    def x(v: Any) -> str:
+        return "—" if v is None else f"{v:.2f}x"
+
+    text = (
+        f"the schedule's k at B=1 ({scheduled}) is not the sweep's best measured k ({measured}): the sweep "
+        f"measured {x(m_best)} at k={measured} and {x(m_sched)} at k={scheduled}; the surface (timed in the "
+        f"batched loop at synthetic acceptance) predicts {x(s_best)} and {x(s_sched)}"
+    )
+    if m_sched is not None and m_best is not None and m_best > 0 and (m_best - m_sched) / m_best < SWEEP_TIE:
+        text += f" — within {SWEEP_TIE:.0%} in the sweep: a tie, either k will do"
+    elif m_sched is None:
+        text += f" — k={scheduled} was not run in the sweep, so only the surface speaks for it"
+    else:
+        text += " — trust the sweep's measurement at B=1; the surface's ranking is for larger B"
+    return text

@@ -72,6 +72,8 @@ def render_batch_tune(section: Mapping[str, Any], console: Console) -> None:
     else:
         console.print(f"Speculation stops paying at batch size {crossover} (best k = 0 from there on).")
     console.print(f"Schedule: {section['schedule_description']}")
+    if section.get("agreement"):
+        console.print(f"Batch 1: {section['agreement']}", soft_wrap=True)
     console.print(f"  serve:  --k-schedule '{section['serve_k_schedule']}'")
 
     console.print(
