@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from specmeter.selection.batch_analysis import schedule_agreement
 
+
 def test_schedule_agreement_says_why_the_two_best_k_differ() -> None:
-        tune = {
-        "best_k": {"all": {"measured": {"k": 4}}},
-        "by_k": {
-            "all": [{"k": 3, "speedup_measured_decode": 1.40}, {"k": 4, "speedup_measured_decode": 1.42}]
-        },
-    }
+    measured = [{"k": 3, "speedup_measured_decode": 1.40}, {"k": 4, "speedup_measured_decode": 1.42}]
+    tune: dict[str, Any] = {"best_k": {"all": {"measured": {"k": 4}}}, "by_k": {"all": measured}}
     by_k = [{"k": 3, "speedup_predicted": 1.5}, {"k": 4, "speedup_predicted": 1.45}]
-    batch = {"best_k": {"1": 3}, "table": [{"batch": 1, "by_k": by_k}]}
+    batch: dict[str, Any] = {"best_k": {"1": 3}, "table": [{"batch": 1, "by_k": by_k}]}
     text = schedule_agreement(tune, batch)
     assert text is not None and "not the sweep's best measured k (4)" in text and "a tie" in text
     assert "1.42x at k=4 and 1.40x at k=3" in text and "1.45x and 1.50x" in text
-    tune["by_k"]["all"][0]["speedup_measured_decode"] = 1.10  # type: ignore[index]
+    measured[0]["speedup_measured_decode"] = 1.10
     assert "trust the sweep" in (schedule_agreement(tune, batch) or "")
-    batch["best_k"]["1"] = 4  # type: ignore[index]
+    batch["best_k"]["1"] = 4
     assert schedule_agreement(tune, batch) == "the schedule's k at B=1 (4) is the sweep's best measured k"
     assert schedule_agreement({}, batch) is None

@@ -179,7 +179,7 @@ def schedule_agreement(tune: Mapping[str, Any], batch: Mapping[str, Any]) -> str
     if int(measured) == int(scheduled):
         return f"the schedule's k at B=1 ({scheduled}) is the sweep's best measured k"
     rows = {r["k"]: r for r in (tune.get("by_k") or {}).get("all") or []}
-    table = next((t for t in batch.get("table") or [] if t.get("batch") == 1), {})
+    table: Mapping[str, Any] = next((t for t in batch.get("table") or [] if t.get("batch") == 1), {})
     surface = {c["k"]: c.get("speedup_predicted") for c in table.get("by_k") or []}
 
     def meas(k: int) -> float | None:
