@@ -44,6 +44,7 @@ __all__ = [
     "ReadResult",
     "RecordError",
     "detect_format",
+    "format_scores",
     "parse_record",
     "read_prompts",
 ]
@@ -322,21 +323,48 @@ def _specmeter(obj: Mapping[str, Any], file: str, line: int) -> LogPrompt:
 
 _PARSERS = {"openai": _openai, "sharegpt": _sharegpt, "specbench": _specbench, "specmeter": _specmeter}
 _OWN_KEYS = frozenset({"id", "prompt", "messages", "category", "max_tokens", "followups", "source"})
-_LOG_KEYS = frozenset({"accepted_tokens", "drafted_tokens", "output_tokens", "latency_ms"})
+# Fields only specmeter's own per-request log writes (``serve --log``, ``load --requests``).
+_LOG_KEYS = frozenset(
+    {"accepted_tokens", "drafted_tokens", "output_ids", "prompt_ids", "run", "steps_detail"}
+)
+# Fields many logs carry (a gateway's latency, a timestamp): they say nothing about the format.
+_PROMPT_KEYS = ("messages", "prompt", "input")
+
+
+def format_scores(obj: Mapping[str, Any]) -> dict[Format, int]:
+    """How strongly a record looks like each format: the distinctive fields it has, weighed.
+
+    A field common to several shapes (``latency_ms``, ``model``, a timestamp) weighs nothing, so one extra
+    field never flips a record from one format to another; a wrapper holding a request (``request`` or
+    ``body`` with messages, prompt or input) outweighs any count of loose fields.
+    """
+    keys = set(obj)
+    scores: dict[Format, int] = dict.fromkeys(FORMATS, 0)
+    if keys & {"conversations", "conversation"}:
+        scores["sharegpt"] += 10
+    if "question_id" in keys:
+        scores["specbench"] += 10
+    elif "turns" in keys and not keys & {"messages", "prompt"}:
+        scores["specbench"] += 5
+    for wrapper in ("request", "body"):
+        inner = obj.get(wrapper)
+        if isinstance(inner, Mapping) and any(k in inner for k in _PROMPT_KEYS):
+            scores["openai"] += 10
+        elif wrapper in keys:
+            scores["openai"] += 2
+    scores["openai"] += 3 * ("custom_id" in keys) + 2 * isinstance(obj.get("response"), Mapping)
+    scores["openai"] += any(k in keys for k in _PROMPT_KEYS) + ("model" in keys and not keys & _LOG_KEYS)
+    scores["specmeter"] += 3 * len(keys & _LOG_KEYS)
+    if "id" in keys and keys & {"prompt", "messages"} and keys <= _OWN_KEYS:
+        scores["specmeter"] += 5
+    return scores
 
 
 def detect_format(obj: Mapping[str, Any]) -> Format | None:
-    """The format a JSON record looks like, or None when it looks like none of them."""
-    keys = set(obj)
-    if "conversations" in keys or "conversation" in keys:
-        return "sharegpt"
-    if "question_id" in keys or ("turns" in keys and not keys & {"messages", "prompt"}):
-        return "specbench"
-    if keys & _LOG_KEYS or ("id" in keys and keys & {"prompt", "messages"} and keys <= _OWN_KEYS):
-        return "specmeter"
-    if keys & {"messages", "prompt", "input", "body", "request"}:
-        return "openai"
-    return None
+    """The format a JSON record looks like most (:func:`format_scores`), or None when it looks like none."""
+    scores = format_scores(obj)
+    best = max(FORMATS, key=lambda f: scores[f])
+    return best if scores[best] > 0 else None
 
 
 # ------------------------------------------------------------------------------------------ reading

@@ -146,9 +146,12 @@ class LogTally:
     beyond_limit: int = 0
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)  # bad lines by reason (the first 1,000 reasons)
     flags: Counter[str] = field(default_factory=Counter)
     flagged: list[dict[str, str]] = field(default_factory=list)
     not_canonical: int = 0
+    category_missing: int = 0  # requests --category-field found no value in
+    warmup_marked: int = 0  # `load`'s warm-up requests, left out (not traffic)
     models: Counter[str] = field(default_factory=Counter)
     greedy: int = 0
     sampled: int = 0
@@ -157,6 +160,8 @@ class LogTally:
     def problem(self, p: Problem) -> None:
         self.records += 1
         self.problem_count += 1
+        if p.reason in self.reasons or len(self.reasons) < 1000:
+            self.reasons[p.reason] += 1
         if len(self.problems) < MAX_LISTED:
             self.problems.append(p)
 
@@ -178,6 +183,8 @@ class LogTally:
             "set_aside": dict(self.flags),
             "set_aside_listed": self.flagged,
             "not_canonical": self.not_canonical,
+            "category_missing": self.category_missing,
+            "warmup_marked": self.warmup_marked,
             "models": dict(self.models),
             "temperature": {
                 "greedy": self.greedy,
@@ -294,6 +301,11 @@ def replay_log(
                     tally.problem(item)
                     continue
                 tally.records += 1
+                if item.warmup:
+                    tally.warmup_marked += 1
+                    continue
+                if cfg.category_field is not None and not item.category_found:
+                    tally.category_missing += 1
                 if item.model is not None:
                     tally.models[item.model] += 1
                 if item.temperature is None:
@@ -452,7 +464,17 @@ def _nothing(cfg: ReplayConfig, t: LogTally) -> ReplayError:
         )
     return ReplayError(
         f"{where}: no usable request ({t.problem_count} bad lines, {sum(t.flags.values())} set aside)"
+        + _first_reasons(t)
     )
+
+
+def _first_reasons(t: LogTally, shown: int = 3) -> str:
+    """The commonest reasons lines were bad or set aside, with their counts: '; 60× field …'."""
+    counts = Counter(t.reasons)
+    counts.update({f"set aside ({flag})": n for flag, n in t.flags.items()})
+    if not counts:
+        return ""
+    return "; " + "; ".join(f"{n}× {reason}" for reason, n in counts.most_common(shown))
 
 
 # ------------------------------------------------------------------------------------------- merge

@@ -132,6 +132,16 @@ def render_replay(result: Mapping[str, Any], console: Console) -> None:
             ),
             soft_wrap=True,
         )
+    missing, field = log.get("category_missing"), (dig(result, "run", "config") or {}).get("category_field")
+    if missing:
+        console.print(
+            Text(
+                f"warning: --category-field {field} matched no value in {fmt_int(missing)} of "
+                f"{fmt_int(log.get('records'))} requests (counted as uncategorised)",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
     if log.get("not_canonical"):
         console.print(
             Text(
