@@ -14,7 +14,7 @@ from specmeter.exitcodes import EXIT_FAILED
 if TYPE_CHECKING:
     from specmeter.replay.run import Row
 
-FORMAT_CHOICES = ("auto", "openai", "specmeter")
+from specmeter.replay.config import FORMATS as FORMAT_CHOICES
 
 
 def replay(

@@ -20,7 +20,7 @@ __all__ = ["MAX_SHARDS", "EmptyShard", "ReplayConfig", "ReplayError", "parse_sha
 # beyond the cluster's CPUs only queue; 1024 is far past any cluster this is run on, and catches a typo.
 MAX_SHARDS = 1024
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-FORMATS = ("auto", "openai", "specmeter")
+FORMATS = ("auto", "openai", "specmeter", "litellm", "otel", "batch", "sglang", "langfuse", "portkey", "vllm")
 
 
 class ReplayError(ValueError):

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from specmeter import jsonsafe
-from specmeter.goldenset.categorize import CategoryRules, categorize
+from specmeter.goldenset import shapes
+from specmeter.goldenset.categorize import CategoryRules, categorize, field_value
 from specmeter.goldenset.formats import LogPrompt, Problem, RecordError, parse_record
 
 __all__ = ["End", "LoggedRequest", "NoResponses", "iter_log", "log_files"]
@@ -59,6 +60,9 @@ class LoggedRequest:
     model: str | None
     temperature: float | None
     category: str
+    category_found: bool = True  # --category-field found a value (always True without the option)
+    warmup: bool = False  # `load`'s warm-up request (``serve --log`` writes ``"warmup": true``)
+    engine_spec: Mapping[str, Any] | None = None  # the engine's own per-request speculative figures
 
     @property
     def source(self) -> str:
@@ -160,6 +164,19 @@ def _anthropic_request(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**obj, "request": {**request, "messages": [{"role": "system", "content": text}, *messages]}}
 
 
+def _is_warmup(obj: Mapping[str, Any]) -> bool:
+    """`load`'s warm-up mark: ``serve --log``'s ``"warmup": true``, or the request's metadata key as a
+    gateway logged it (``load.requests.WARMUP_METADATA``)."""
+    if obj.get("warmup") is True:
+        return True
+    request = obj.get("request")
+    for base in (obj, request if isinstance(request, Mapping) else {}):
+        meta = base.get("metadata")
+        if isinstance(meta, Mapping) and str(meta.get("specmeter_warmup", "")).lower() == "true":
+            return True
+    return False
+
+
 def _number(value: object) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
@@ -202,6 +219,12 @@ def parse_logged(
     if isinstance(response, Mapping):  # a gateway line
         text, end = _gateway_response(response)
         output_ids = _ids(response.get("output_ids"), "response.output_ids")
+        choices = response.get("choices")
+        if output_ids is None and isinstance(choices, list) and isinstance(choices[0], Mapping):
+            # vLLM's return_token_ids (vllm/entrypoints/openai/protocol.py): the choice's token_ids
+            output_ids = _ids(choices[0].get("token_ids"), "response.choices[0].token_ids")
+        if prompt_ids is None:
+            prompt_ids = _ids(response.get("prompt_token_ids"), "response.prompt_token_ids")
         request = obj.get("request") if isinstance(obj.get("request"), Mapping) else {}
         assert isinstance(request, Mapping)
         model = response.get("model") or request.get("model")
@@ -227,6 +250,7 @@ def parse_logged(
     if output_ids is None and not text:
         raise RecordError("the response is empty (nothing to replay)")
     category = categorize(prompt, category_field=category_field, rules=rules)
+    found = category_field is None or field_value(prompt.record, category_field) is not None
     ident = prompt.id or (str(obj["id"]) if isinstance(obj.get("id"), (str, int)) else f"{file}:{line}")
     return LoggedRequest(
         index=index,
@@ -242,7 +266,70 @@ def parse_logged(
         model=model if isinstance(model, str) and model else None,
         temperature=temperature,
         category=category,
+        category_found=found,
+        warmup=_is_warmup(obj),
+        engine_spec=obj["engine_spec"] if isinstance(obj.get("engine_spec"), Mapping) else None,
     )
+
+
+_UNJOINED_INPUT = "an OpenAI Batch input line whose output line is not in --from (give the output file too)"
+_UNJOINED_OUTPUT = "an OpenAI Batch output line whose input line is not in --from (give the input file too)"
+
+
+def _batch_input(obj: Mapping[str, Any]) -> bool:
+    return (
+        isinstance(obj.get("custom_id"), str)
+        and isinstance(obj.get("body"), Mapping)
+        and "response" not in obj
+        and bool(obj.keys() & {"url", "method"})
+    )
+
+
+class _Reader:
+    """The state of one read over every source: the batch halves and vLLM lines waiting for their other
+    half (joined in whichever order they come, across files), and the records' running index."""
+
+    def __init__(self, fmt: str, category_field: str | None, rules: CategoryRules | None) -> None:
+        self.fmt, self.category_field, self.rules = fmt, category_field, rules
+        self.index = 0
+        self.inputs: dict[str, tuple[str, int, Mapping[str, Any]]] = {}
+        self.outputs: dict[str, tuple[str, int, Mapping[str, Any]]] = {}
+        self.vllm: dict[str, list[shapes.VllmLine]] = {}
+
+    def parse(self, obj: Mapping[str, Any], file: str, line: int, fmt: str) -> LoggedRequest:
+        position = self.index
+        self.index += 1
+        return parse_logged(
+            obj, file, line, position, fmt=fmt, category_field=self.category_field, rules=self.rules
+        )
+
+    def records(self, obj: Mapping[str, Any], file: str, line: int) -> list[tuple[Mapping[str, Any], str]]:
+        """The records one JSON line holds, each with the format to read it as (joined halves included)."""
+        shape = shapes.detect_shape(obj) if self.fmt == "auto" else self.fmt
+        if shape == "batch" or (self.fmt in ("auto", "batch") and _batch_input(obj)):
+            if _batch_input(obj):
+                key = str(obj["custom_id"])
+                if key not in self.outputs:
+                    self.inputs[key] = (file, line, obj)
+                    return []
+                body = self.outputs.pop(key)[2]
+                request = obj["body"]
+            else:
+                key, body = shapes.batch_output(obj)
+                if key not in self.inputs:
+                    self.outputs[key] = (file, line, body)
+                    return []
+                request = self.inputs.pop(key)[2]["body"]
+            return [({"custom_id": key, "request": request, "response": body}, "openai")]
+        if shape in shapes.SHAPES:
+            return [(r, "openai") for r in shapes.normalize(obj, shape)]  # type: ignore[arg-type]
+        return [(obj, self.fmt)]
+
+    def leftovers(self) -> Iterator[Problem]:
+        for file, line, _ in self.inputs.values():
+            yield Problem(file, line, _UNJOINED_INPUT)
+        for file, line, _ in self.outputs.values():
+            yield Problem(file, line, _UNJOINED_OUTPUT)
 
 
 def iter_log(
@@ -255,52 +342,80 @@ def iter_log(
 ) -> Iterator[LoggedRequest | Problem]:
     """Every record of every source in order, as a request or a problem, read line by line.
 
+    A JSON line may be any format of the module docstring, or a shape of ``goldenset.shapes`` (detected
+    from the fields it has, or ``fmt``); a file whose first line is not JSON is read as vLLM's server log.
     Raises :class:`NoResponses` (naming file and line) when a file's first usable record has no response,
     and ``OSError`` when a file cannot be opened.
     """
-    index = 0
+    reader = _Reader(fmt, category_field, rules)
     for path in log_files(sources):
         file = os.fspath(path)
         seen_response = False
+        text_log: bool | None = None if fmt in ("auto", "vllm") else False
+        vllm_lines = 0
         with open(path, "rb") as fh:
             for number, raw in enumerate(fh, start=1):
                 if on_bytes is not None:
                     on_bytes(len(raw))
                 if not raw.strip():
                     continue
-                position = index
-                index += 1
                 try:
                     text = raw.decode("utf-8").removeprefix("\ufeff")
                 except UnicodeDecodeError as e:
+                    reader.index += 1
                     yield Problem(file, number, f"not valid UTF-8 (byte 0x{raw[e.start]:02x})")
                     continue
-                if number == 1 and text.lstrip().startswith("["):
-                    yield Problem(
-                        file,
-                        None,
-                        "a JSON array; replay reads JSONL, one record a line (jq -c '.[]' converts)",
-                    )
-                    break
-                try:
-                    obj = jsonsafe.loads(text)
-                except json.JSONDecodeError as e:
-                    yield Problem(file, number, f"invalid JSON ({e.msg} at column {e.colno})")
-                    continue
-                if not isinstance(obj, Mapping):
-                    yield Problem(file, number, "expected a JSON object")
-                    continue
-                try:
-                    request = parse_logged(
-                        obj, file, number, position, fmt=fmt, category_field=category_field, rules=rules
-                    )
-                except NoResponses as e:
-                    if not seen_response:
-                        raise NoResponses(f"{file}:{number}: {e}") from None
-                    yield Problem(file, number, str(e).split(":")[0])
-                    continue
-                except RecordError as e:
-                    yield Problem(file, number, str(e))
-                    continue
-                seen_response = True
-                yield request
+                if text_log is None:
+                    text_log = fmt == "vllm" or not shapes.is_json_text(text)
+                if text_log:
+                    vline = shapes.vllm_log_line(text)
+                    if vline is None:
+                        continue  # a startup or metrics line: not a request
+                    vllm_lines += 1
+                    parts = reader.vllm.setdefault(vline.request_id, [])
+                    parts.append(vline)
+                    if vline.kind != "output":
+                        continue
+                    del reader.vllm[vline.request_id]
+                    items: list[tuple[Mapping[str, Any], str]] = [(shapes.vllm_record(parts), "openai")]
+                else:
+                    if number == 1 and text.lstrip().startswith("["):
+                        reader.index += 1
+                        yield Problem(
+                            file,
+                            None,
+                            "a JSON array; replay reads JSONL, one record a line (jq -c '.[]' converts)",
+                        )
+                        break
+                    try:
+                        obj = jsonsafe.loads(text)
+                    except json.JSONDecodeError as e:
+                        reader.index += 1
+                        yield Problem(file, number, f"invalid JSON ({e.msg} at column {e.colno})")
+                        continue
+                    if not isinstance(obj, Mapping):
+                        reader.index += 1
+                        yield Problem(file, number, "expected a JSON object")
+                        continue
+                    try:
+                        items = reader.records(obj, file, number)
+                    except RecordError as e:
+                        reader.index += 1
+                        yield Problem(file, number, str(e))
+                        continue
+                for record, record_fmt in items:
+                    try:
+                        request = reader.parse(record, file, number, record_fmt)
+                    except NoResponses as e:
+                        if not seen_response:
+                            raise NoResponses(f"{file}:{number}: {e}") from None
+                        yield Problem(file, number, str(e).split(":")[0])
+                        continue
+                    except RecordError as e:
+                        yield Problem(file, number, str(e))
+                        continue
+                    seen_response = True
+                    yield request
+        if text_log and not vllm_lines:
+            yield Problem(file, None, "neither JSONL nor vLLM's request log (no 'Generated response' line)")
+    yield from reader.leftovers()
