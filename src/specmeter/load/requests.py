@@ -80,7 +80,14 @@ def prompt_of(cfg: LoadConfig, index: int) -> Prompt:
     return cfg.prompts[index % len(cfg.prompts)]
 
 
-def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[str] = ()) -> StreamRequest:
+# The metadata key that marks a warm-up request (OpenAI metadata values are strings): ``serve --log`` writes
+# it as ``"warmup": true`` and replay, golden and drift leave such requests out.
+WARMUP_METADATA = "specmeter_warmup"
+
+
+def build_request(
+    cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[str] = (), *, warmup: bool = False
+) -> StreamRequest:
     """Request ``index`` of a level against ``ep``; for turn t of a conversation, ``answers`` holds the
     server's own answers to turns 0..t−1 (``workloads.turn_messages``: a chat client's history)."""
     entry = cfg.trace[index % len(cfg.trace)] if cfg.trace is not None else None
@@ -127,6 +134,9 @@ def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[s
         payload["metadata"] = {"domain": prompt.category, **(given if isinstance(given, Mapping) else {})}
         if isinstance(given, Mapping):
             del extra["metadata"]
+    if warmup:  # marked even with --no-domain-metadata: a warm-up request is never traffic
+        given = payload.get("metadata", extra.pop("metadata", None))
+        payload["metadata"] = {**(given if isinstance(given, Mapping) else {}), WARMUP_METADATA: "true"}
     payload.update(extra)
     path = "/v1/chat/completions" if chat else "/v1/completions"
     return StreamRequest(turn_id(prompt.id, turn), prompt.category, ep.url + path, payload)

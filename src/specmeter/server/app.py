@@ -206,7 +206,8 @@ class _Server:
 
 def _log_fields(parsed: ParsedRequest, prompts: bool) -> dict[str, Any]:
     """The request's own fields in the request log: ``domain`` and ``tenant`` (from OpenAI's ``metadata``
-    keys of those names; ``tenant`` falls back to ``user``), the sampling temperature, all of ``metadata``,
+    keys of those names; ``tenant`` falls back to ``user``), the sampling temperature, ``warmup`` for `load`'s
+    warm-up requests (``metadata.specmeter_warmup``), all of ``metadata``,
     and with ``--log-prompts`` the prompt or messages."""
     metadata = dict(parsed.metadata)
     out: dict[str, Any] = {"temperature": parsed.temperature}
@@ -215,6 +216,8 @@ def _log_fields(parsed: ParsedRequest, prompts: bool) -> dict[str, Any]:
         out["domain"] = domain
     if tenant:
         out["tenant"] = tenant
+    if str(metadata.get("specmeter_warmup", "")).lower() == "true":
+        out["warmup"] = True  # `load`'s warm-up (load.requests.WARMUP_METADATA): replay leaves it out
     if metadata:
         out["metadata"] = metadata
     if prompts:
