@@ -38,7 +38,7 @@ PROMPTS = (
 
 
 def test_warmup_marked_in_every_api_that_takes_metadata() -> None:
-    ep = Endpoint("x", "http://h:1", None, model="m", kind="vllm")
+    ep = Endpoint("speculative", "http://h:1", None, model="m", kind="vllm")
     prompts = (Prompt("c", "legal", None, (Message("user", "Hi"),), 7, 3),)
     cfg = LoadConfig(endpoint=ep.url, prompts=prompts, extra_body={"metadata": {"tenant": "acme"}})
     warm = build_request(cfg, ep, 0, warmup=True).payload["metadata"]
