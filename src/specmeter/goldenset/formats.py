@@ -28,12 +28,14 @@ import io
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from specmeter import jsonsafe
+from specmeter.goldenset import shapes
+from specmeter.metrics.warmup import is_warmup
 from specmeter.workloads.loader import Message
 
 __all__ = [
@@ -120,6 +122,7 @@ class ReadResult:
     problems: list[Problem] = field(default_factory=list)
     records: int = 0  # records seen (lines with content, array elements, CSV rows)
     formats: dict[str, str] = field(default_factory=dict)  # file → format used
+    warmup: int = 0  # `load`'s warm-up requests, left out (``metrics.warmup``): not traffic
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -447,7 +450,10 @@ def _read_json(file: str, data: str, fmt: str, out: ReadResult) -> None:
     chosen: Format | None = None if fmt == "auto" else fmt  # type: ignore[assignment]
     if chosen is None:
         for _, obj in records[:_SNIFF_RECORDS]:
-            if isinstance(obj, Mapping) and (chosen := detect_format(obj)) is not None:
+            if not isinstance(obj, Mapping):
+                continue
+            chosen = detect_format(obj) or ("openai" if shapes.detect_shape(obj) else None)
+            if chosen is not None:
                 break
     if chosen is None:
         out.problems.append(
@@ -463,11 +469,28 @@ def _read_json(file: str, data: str, fmt: str, out: ReadResult) -> None:
             out.problems.append(Problem(file, line, str(obj)))
         elif not isinstance(obj, Mapping):
             out.problems.append(Problem(file, line, f"expected a JSON object, got {_json_type(obj)}"))
+        elif is_warmup(obj):
+            out.warmup += 1
         else:
             try:
-                out.prompts.append(parse(obj, file, line))
+                for record, record_parse in _shaped(obj, fmt, parse):
+                    out.prompts.append(record_parse(record, file, line))
             except _Bad as e:
                 out.problems.append(Problem(file, line, str(e)))
+
+
+def _shaped(
+    obj: Mapping[str, Any], fmt: str, parse: Callable[[Mapping[str, Any], str, int], LogPrompt]
+) -> list[tuple[Mapping[str, Any], Callable[[Mapping[str, Any], str, int], LogPrompt]]]:
+    """The records a line holds: a gateway's, tracer's or engine's shape (``goldenset.shapes``) becomes
+    OpenAI request lines; any other record is read by the file's format."""
+    shape = shapes.detect_shape(obj) if fmt == "auto" else None
+    if shape is None:
+        return [(obj, parse)]
+    try:
+        return [(record, _openai) for record in shapes.normalize(obj, shape)]
+    except shapes.ShapeError as e:
+        raise _Bad(str(e)) from None
 
 
 def _read_csv(file: str, data: str, prompt_column: str | None, out: ReadResult) -> None:

@@ -35,8 +35,7 @@ request body, "metadata"}, "response": {OpenAI response body}}`` (plus ``prompt_
   ``response.body``, ``metadata``.
 
 vLLM's own server log (text lines, not JSON) is read by ``replay.logs`` (:func:`vllm_log_line`).
-A record these readers cannot use raises :class:`~specmeter.goldenset.formats.RecordError` with the
-field at fault.
+A record these readers cannot use raises :class:`ShapeError` with the field at fault.
 """
 
 from __future__ import annotations
@@ -48,11 +47,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from specmeter import jsonsafe
-from specmeter.goldenset.formats import RecordError
 
 __all__ = [
     "SHAPES",
     "Shape",
+    "ShapeError",
     "VllmLine",
     "detect_shape",
     "normalize",
@@ -63,6 +62,13 @@ __all__ = [
 Shape = Literal["litellm", "otel", "batch", "sglang", "langfuse", "portkey"]
 SHAPES: tuple[Shape, ...] = ("litellm", "otel", "batch", "sglang", "langfuse", "portkey")
 # Where a shape keeps tags (a list of strings): "domain:legal" or "domain=legal" names the domain.
+
+
+class ShapeError(ValueError):
+    """A record of a shape that cannot be replayed; the message names the field (``goldenset.formats``
+    and ``replay.logs`` show it after ``file:line:``)."""
+
+
 _DOMAIN_TAG = re.compile(r"^(?:domain|category)[:=](.+)$")
 
 
@@ -114,7 +120,7 @@ def _json_field(value: object, where: str) -> Any:
         try:
             return jsonsafe.loads(value)
         except json.JSONDecodeError as e:
-            raise RecordError(f"field '{where}': a JSON string that does not parse ({e.msg})") from None
+            raise ShapeError(f"field '{where}': a JSON string that does not parse ({e.msg})") from None
     return value
 
 
@@ -177,7 +183,7 @@ def _litellm(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     elif isinstance(proxy, Mapping) and any(k in proxy for k in ("messages", "prompt")):
         request.update({k: proxy[k] for k in ("messages", "prompt") if k in proxy})
     else:
-        raise RecordError("field 'messages': no prompt logged (turn on store_prompts_in_spend_logs?)")
+        raise ShapeError("field 'messages': no prompt logged (turn on store_prompts_in_spend_logs?)")
     _params(request, _json_field(obj.get("model_parameters"), "model_parameters"))
     if isinstance(proxy, Mapping):
         _params(request, proxy)
@@ -185,8 +191,8 @@ def _litellm(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(response, Mapping) or not response:
         status = obj.get("status")
         if status == "failure" or obj.get("error_str"):
-            raise RecordError("the call failed (status 'failure'): nothing was generated")
-        raise RecordError("field 'response': no response logged")
+            raise ShapeError("the call failed (status 'failure'): nothing was generated")
+        raise ShapeError("field 'response': no response logged")
     meta = _json_field(obj.get("metadata"), "metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     request["metadata"] = _metadata(
@@ -236,25 +242,25 @@ def _parts_text(parts: object, where: str) -> str:
     if isinstance(parts, str):
         return parts
     if not isinstance(parts, list):
-        raise RecordError(f"field '{where}': must be a list of parts")
+        raise ShapeError(f"field '{where}': must be a list of parts")
     texts = []
     for i, part in enumerate(parts):
         if isinstance(part, Mapping) and part.get("type") == "text":
             texts.append(str(part.get("content", part.get("text", ""))))
         else:
             kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
-            raise RecordError(f"field '{where}[{i}]': a {kind!s} part (only text can be replayed)")
+            raise ShapeError(f"field '{where}[{i}]': a {kind!s} part (only text can be replayed)")
     return "".join(texts)
 
 
 def _otel_messages(value: object, where: str) -> list[dict[str, Any]]:
     value = _json_field(value, where)
     if not isinstance(value, list):
-        raise RecordError(f"field '{where}': must be a JSON list of messages")
+        raise ShapeError(f"field '{where}': must be a JSON list of messages")
     out = []
     for i, m in enumerate(value):
         if not isinstance(m, Mapping):
-            raise RecordError(f"field '{where}[{i}]': must be a message object")
+            raise ShapeError(f"field '{where}[{i}]': must be a message object")
         content = m["content"] if "content" in m else _parts_text(m.get("parts"), f"{where}[{i}].parts")
         out.append({"role": str(m.get("role", "user")), "content": content, "finish": m.get("finish_reason")})
     return out
@@ -294,18 +300,18 @@ def _otel_span(span: Mapping[str, Any], resource: Mapping[str, Any]) -> dict[str
     else:
         outputs = _flattened(attrs, "gen_ai.completion")
     if not inputs:
-        raise RecordError(
+        raise ShapeError(
             "span attributes: no gen_ai.input.messages (nor gen_ai.prompt): content not captured"
         )
     if not outputs:
-        raise RecordError("span attributes: no gen_ai.output.messages (nor gen_ai.completion)")
+        raise ShapeError("span attributes: no gen_ai.output.messages (nor gen_ai.completion)")
     system = attrs.get("gen_ai.system_instructions")
     messages = [{"role": m["role"], "content": m["content"]} for m in inputs]
     if system is not None:
         text = _parts_text(_json_field(system, "gen_ai.system_instructions"), "gen_ai.system_instructions")
         messages.insert(0, {"role": "system", "content": text})
     if len(outputs) > 1:
-        raise RecordError("span attributes: several output messages (n > 1); replay reads one")
+        raise ShapeError("span attributes: several output messages (n > 1); replay reads one")
     reasons = attrs.get("gen_ai.response.finish_reasons")
     finish = outputs[0]["finish"] or (reasons[0] if isinstance(reasons, list) and reasons else None)
     request: dict[str, Any] = {"model": attrs.get("gen_ai.request.model"), "messages": messages}
@@ -347,7 +353,7 @@ def _otel(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
                         spans.append((span, resource))
     out = [r for span, resource in spans if (r := _otel_span(span, resource)) is not None]
     if not out:
-        raise RecordError("no GenAI span (no span has gen_ai.* attributes)")
+        raise ShapeError("no GenAI span (no span has gen_ai.* attributes)")
     return out
 
 
@@ -355,19 +361,19 @@ def _otel(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def batch_output(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """An OpenAI Batch output line's ``custom_id`` and response body; RecordError for a failed one."""
+    """An OpenAI Batch output line's ``custom_id`` and response body; ShapeError for a failed one."""
     custom_id = obj.get("custom_id")
     if not isinstance(custom_id, str) or not custom_id:
-        raise RecordError("field 'custom_id': must be a non-empty string")
+        raise ShapeError("field 'custom_id': must be a non-empty string")
     response = obj.get("response")
     if obj.get("error") or not isinstance(response, Mapping):
-        raise RecordError(f"batch request {custom_id!r} failed (field 'error'): nothing was generated")
+        raise ShapeError(f"batch request {custom_id!r} failed (field 'error'): nothing was generated")
     status = response.get("status_code")
     if isinstance(status, int) and status != 200:
-        raise RecordError(f"field 'response.status_code': {status} (the request failed)")
+        raise ShapeError(f"field 'response.status_code': {status} (the request failed)")
     body = response.get("body")
     if not isinstance(body, Mapping):
-        raise RecordError("field 'response.body': must be a response object")
+        raise ShapeError("field 'response.body': must be a response object")
     return custom_id, body
 
 
@@ -376,12 +382,12 @@ def _sglang(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         return []  # the request's first half: the finished record repeats it with the answer
     req, out = obj.get("obj"), obj.get("out")
     if not isinstance(req, Mapping) or not isinstance(out, Mapping):
-        raise RecordError("fields 'obj' and 'out': must be objects (GenerateReqInput and its output)")
+        raise ShapeError("fields 'obj' and 'out': must be objects (GenerateReqInput and its output)")
     request: dict[str, Any] = {"model": req.get("model")}
     record: dict[str, Any] = {"id": obj.get("rid") or req.get("rid")}
     ids = req.get("input_ids")
     if isinstance(ids, list) and ids and isinstance(ids[0], list):
-        raise RecordError("field 'obj.input_ids': a batch of prompts (replay reads one a record)")
+        raise ShapeError("field 'obj.input_ids': a batch of prompts (replay reads one a record)")
     if isinstance(req.get("text"), str):
         request["prompt"] = req["text"]
     elif isinstance(req.get("messages"), list):
@@ -389,7 +395,7 @@ def _sglang(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     if isinstance(ids, list):
         record["prompt_ids"] = ids
     if "prompt" not in request and "messages" not in request and "prompt_ids" not in record:
-        raise RecordError("field 'obj': neither 'text' nor 'input_ids' (was it logged at level 0?)")
+        raise ShapeError("field 'obj': neither 'text' nor 'input_ids' (was it logged at level 0?)")
     _params(request, req.get("sampling_params"))
     meta = out.get("meta_info") if isinstance(out.get("meta_info"), Mapping) else {}
     assert isinstance(meta, Mapping)
@@ -399,7 +405,7 @@ def _sglang(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     text = out.get("text")
     choice = _choice_text(text if isinstance(text, str) else "", finish, out.get("output_ids"))
     if not isinstance(text, str) and choice.get("token_ids") is None:
-        raise RecordError("field 'out': neither 'text' nor 'output_ids' (was it logged at level 3?)")
+        raise ShapeError("field 'out': neither 'text' nor 'output_ids' (was it logged at level 3?)")
     record["request"] = {**request, "metadata": _metadata(req.get("custom_labels"))}
     record["response"] = {"model": request.get("model"), "choices": [choice]}
     spec = {k: v for k, v in meta.items() if isinstance(k, str) and k.startswith("spec_")}
@@ -420,7 +426,7 @@ def _langfuse(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     elif isinstance(source, str) and source.strip():
         request["prompt"] = source
     else:
-        raise RecordError("field 'input': neither chat messages nor a prompt string")
+        raise ShapeError("field 'input': neither chat messages nor a prompt string")
     _params(request, _json_field(obj.get("modelParameters"), "modelParameters"))
     output = _json_field(obj.get("output"), "output")
     if isinstance(output, Mapping) and "choices" in output:
@@ -429,7 +435,7 @@ def _langfuse(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         if isinstance(output, Mapping):
             output = output.get("content")
         if not isinstance(output, str):
-            raise RecordError("field 'output': no text (the generation logged no output)")
+            raise ShapeError("field 'output': no text (the generation logged no output)")
         response = {"choices": [_choice_text(output, obj.get("finishReason"))]}
     meta = _json_field(obj.get("metadata"), "metadata")
     request["metadata"] = _metadata(meta, tags=obj.get("tags"))
@@ -443,10 +449,10 @@ def _portkey(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     body["metadata"] = _metadata(body.get("metadata"), obj.get("metadata"))
     out = response.get("body") if isinstance(response, Mapping) else None
     if not isinstance(out, Mapping):
-        raise RecordError("field 'response.body': must be a response object")
+        raise ShapeError("field 'response.body': must be a response object")
     status = response.get("status") if isinstance(response, Mapping) else None
     if isinstance(status, int) and status != 200:
-        raise RecordError(f"field 'response.status': {status} (the request failed)")
+        raise ShapeError(f"field 'response.status': {status} (the request failed)")
     return [{"id": obj.get("id"), "request": body, "response": out}]
 
 
@@ -457,7 +463,7 @@ def normalize(obj: Mapping[str, Any], shape: Shape) -> list[dict[str, Any]]:
     """A record of ``shape`` as gateway lines (none for a record that is not a request, several for an
     OTLP export of several spans). ``batch`` output lines are joined by ``replay.logs``, not here."""
     if shape == "batch":
-        raise RecordError("an OpenAI Batch output line: its prompt is in the batch's input file (give both)")
+        raise ShapeError("an OpenAI Batch output line: its prompt is in the batch's input file (give both)")
     return _READERS[shape](obj)
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from specmeter.load.client import StreamRequest
 from specmeter.load.config import ChunkCounts, Endpoint, LoadConfig
+from specmeter.metrics.warmup import WARMUP_METADATA
 from specmeter.monitoring.adapters import ServerKind
 from specmeter.wire.messages import messages_payload
 from specmeter.workloads.loader import DEFAULT_CATEGORY, Prompt
@@ -78,11 +79,6 @@ def prompt_of(cfg: LoadConfig, index: int) -> Prompt:
     if cfg.trace is not None:
         return cfg.prompts[cfg.trace[index % len(cfg.trace)].prompt_index]
     return cfg.prompts[index % len(cfg.prompts)]
-
-
-# The metadata key that marks a warm-up request (OpenAI metadata values are strings): ``serve --log`` writes
-# it as ``"warmup": true`` and replay, golden and drift leave such requests out.
-WARMUP_METADATA = "specmeter_warmup"
 
 
 def build_request(
@@ -134,7 +130,7 @@ def build_request(
         payload["metadata"] = {"domain": prompt.category, **(given if isinstance(given, Mapping) else {})}
         if isinstance(given, Mapping):
             del extra["metadata"]
-    if warmup:  # marked even with --no-domain-metadata: a warm-up request is never traffic
+    if warmup:  # marked even with --no-domain-metadata: a warm-up request is never traffic (metrics.warmup)
         given = payload.get("metadata", extra.pop("metadata", None))
         payload["metadata"] = {**(given if isinstance(given, Mapping) else {}), WARMUP_METADATA: "true"}
     payload.update(extra)

@@ -29,6 +29,7 @@ from specmeter import jsonsafe
 from specmeter.goldenset import shapes
 from specmeter.goldenset.categorize import CategoryRules, categorize, field_value
 from specmeter.goldenset.formats import LogPrompt, Problem, RecordError, parse_record
+from specmeter.metrics.warmup import is_warmup
 
 __all__ = ["End", "LoggedRequest", "NoResponses", "iter_log", "log_files"]
 
@@ -164,19 +165,6 @@ def _anthropic_request(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**obj, "request": {**request, "messages": [{"role": "system", "content": text}, *messages]}}
 
 
-def _is_warmup(obj: Mapping[str, Any]) -> bool:
-    """`load`'s warm-up mark: ``serve --log``'s ``"warmup": true``, or the request's metadata key as a
-    gateway logged it (``load.requests.WARMUP_METADATA``)."""
-    if obj.get("warmup") is True:
-        return True
-    request = obj.get("request")
-    for base in (obj, request if isinstance(request, Mapping) else {}):
-        meta = base.get("metadata")
-        if isinstance(meta, Mapping) and str(meta.get("specmeter_warmup", "")).lower() == "true":
-            return True
-    return False
-
-
 def _number(value: object) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
@@ -267,7 +255,7 @@ def parse_logged(
         temperature=temperature,
         category=category,
         category_found=found,
-        warmup=_is_warmup(obj),
+        warmup=is_warmup(obj),
         engine_spec=obj["engine_spec"] if isinstance(obj.get("engine_spec"), Mapping) else None,
     )
 
@@ -399,7 +387,7 @@ def iter_log(
                         continue
                     try:
                         items = reader.records(obj, file, number)
-                    except RecordError as e:
+                    except (RecordError, shapes.ShapeError) as e:
                         reader.index += 1
                         yield Problem(file, number, str(e))
                         continue

@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from specmeter.metrics.records import Emission, RequestRecord
+from specmeter.metrics.warmup import is_warmup
 from specmeter.report.files import RequestSink
 from specmeter.server.engine import Decoding, GenerationResult, ServingEngine
 from specmeter.server.messages import stream_message
@@ -216,8 +217,8 @@ def _log_fields(parsed: ParsedRequest, prompts: bool) -> dict[str, Any]:
         out["domain"] = domain
     if tenant:
         out["tenant"] = tenant
-    if str(metadata.get("specmeter_warmup", "")).lower() == "true":
-        out["warmup"] = True  # `load`'s warm-up (load.requests.WARMUP_METADATA): replay leaves it out
+    if is_warmup({"metadata": metadata}):
+        out["warmup"] = True  # `load`'s warm-up (metrics.warmup): replay, golden and drift leave it out
     if metadata:
         out["metadata"] = metadata
     if prompts:
