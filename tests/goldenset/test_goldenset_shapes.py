@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from specmeter.goldenset.formats import read_prompts
 from specmeter.monitoring.requestlog import LogTail
 
 
-def _write(path: Path, records: list[dict[str, object]]) -> Path:
+def _write(path: Path, records: list[Any]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
 
