@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from specmeter.cli.app import app
 from specmeter.goldenset.formats import detect_format
 from specmeter.goldenset.shapes import detect_shape, vllm_log_line
+from specmeter.replay.run import spread
 
 runner = CliRunner()
 
@@ -474,3 +475,17 @@ def test_warmup_requests_are_left_out(tiny: Any, tmp_path: Path, reference: tupl
     data, _ = _replay(tiny, tmp_path, _write(tmp_path / "w.jsonl", lines))
     assert data["replay"]["log"]["warmup_marked"] == 2
     _same(data, reference)
+
+
+def test_limit_samples_across_categories(tiny: Any, tmp_path: Path) -> None:
+    lines = [{**_gateway(0), "id": f"legal-{i}"} for i in range(6)] + [_gateway(1), _gateway(3)]
+    data, _ = _replay(tiny, tmp_path, _write(tmp_path / "many.jsonl", lines), extra=("--limit", "4"))
+    by_category = data["candidates"][0]["by_category"]
+    assert {c: s["requests"] for c, s in by_category.items()} == {"legal": 2, "general": 2}
+    assert data["replay"]["log"]["beyond_limit"] == 4
+
+
+def test_spread_shares_n_evenly_within_each_categorys_count() -> None:
+    assert spread({"a": 10, "b": 10}, 5) == {"a": 3, "b": 2}
+    assert spread({"a": 1, "b": 10, "c": 10}, 9) == {"a": 1, "b": 4, "c": 4}
+    assert spread({"a": 2}, 5) == {"a": 2}

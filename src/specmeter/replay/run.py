@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from specmeter import jsonsafe
-from specmeter.goldenset.categorize import RulesError, load_rules
+from specmeter.goldenset.categorize import CategoryRules, RulesError, load_rules
 from specmeter.goldenset.formats import Problem
 from specmeter.measuring.progress import Reporter, Silent
 from specmeter.methods import DraftDir, MethodSpec
@@ -253,6 +253,37 @@ def _runs(
     return runs
 
 
+def spread(counts: Mapping[str, int], n: int) -> dict[str, int]:
+    """``n`` requests shared out across categories as evenly as their counts allow: the smallest categories
+    give all they have, the rest split what is left equally (a category's share is never above its count)."""
+    out: dict[str, int] = {}
+    left = n
+    ordered = sorted(counts.items(), key=lambda item: (item[1], item[0]))
+    for i, (category, count) in enumerate(ordered):
+        share = min(count, -(-left // (len(ordered) - i)))
+        out[category] = share
+        left -= share
+    return out
+
+
+def limit_quotas(cfg: ReplayConfig, rules: CategoryRules | None) -> dict[str, int]:
+    """``--limit N`` as a count per category (:func:`spread`), from one read of the log's requests (not
+    tokenized: a request set aside later leaves its category's share short)."""
+    assert cfg.limit is not None
+    counts: Counter[str] = Counter()
+    try:
+        for item in iter_log(cfg.sources, fmt=cfg.fmt, category_field=cfg.category_field, rules=rules):
+            if isinstance(item, Problem) or item.warmup:
+                continue
+            if item.model is None or item.model == cfg.model_name:
+                counts[item.category] += 1
+    except NoResponses as e:
+        raise ReplayError(str(e)) from None
+    except OSError as e:
+        raise ReplayError(f"--from: cannot read ({e})") from None
+    return spread(counts, cfg.limit)
+
+
 def replay_log(
     cfg: ReplayConfig,
     checks: TokenChecks,
@@ -292,6 +323,8 @@ def replay_log(
             if done // 1024 > before:
                 task.advance(done // 1024 - before)
 
+        quotas = limit_quotas(cfg, rules) if cfg.limit is not None else None
+        taken: Counter[str] = Counter()
         items = iter_log(
             cfg.sources, fmt=cfg.fmt, category_field=cfg.category_field, rules=rules, on_bytes=advance
         )
@@ -325,13 +358,15 @@ def replay_log(
                 measured = position >= cfg.warm and (position - cfg.warm) % shard_n == shard_i
                 if position < cfg.warm:
                     tally.warm += 1
-                elif cfg.limit is not None and position - cfg.warm >= cfg.limit:
+                elif quotas is not None and taken[item.category] >= quotas.get(item.category, 0):
                     tally.beyond_limit += 1
-                    if not learners:
+                    if not learners and sum(taken.values()) >= sum(quotas.values()):
                         break
                     measured = False
-                elif not measured:
-                    tally.other_shards += 1
+                else:
+                    taken[item.category] += 1  # within --limit's share of its category
+                    if not measured:
+                        tally.other_shards += 1
                 if not measured:
                     for proposer in learners:
                         proposer.absorb(prepared.prompt, prepared.response)
@@ -341,6 +376,7 @@ def replay_log(
                     w = walk(
                         proposer, prepared.prompt, prepared.response, k=k, max_tokens=prepared.max_tokens,
                         eos_ids=checks.eos_ids, request_id=item.id, category=item.category,
+                        draft_rule=cfg.draft_rule,
                     )  # fmt: skip
                     rows[(label, k)].append(_row(position, item.source, w.record, w.past_end))
         except NoResponses as e:
