@@ -107,8 +107,10 @@ def test_gateway_line_with_extra_fields_splits_by_metadata_domain(
         {**_gateway(i), "latency_ms": 812.5, "status": 200, "timestamp": "2026-01-01T00:00:00Z"}
         for i in range(4)
     ]
-    data, _ = _replay(tiny, tmp_path, _write(tmp_path / "extra.jsonl", lines))
+    data, output = _replay(tiny, tmp_path, _write(tmp_path / "extra.jsonl", lines))
     _same(data, reference)
+    assert data["replay"]["log"]["retokenized"] == 4
+    assert "4 responses were logged as text only: re-tokenized with the target's tokenizer" in output
     assert sorted(data["candidates"][0]["by_category"]) == ["general", "legal"]  # no --category-field
 
 
@@ -393,8 +395,16 @@ def test_sglang_json_request_log(tiny: Any, tmp_path: Path, ids_reference: tuple
             {"timestamp": "2026-01-01T00:00:01", "event": "request.finished", "rid": ident, "obj": obj,
              "out": {"text": _text(tiny, output), "output_ids": output, "meta_info": meta}}
         )  # fmt: skip
-    data, _ = _replay(tiny, tmp_path, _write(tmp_path / "sglang.jsonl", lines))
+    data, shown = _replay(tiny, tmp_path, _write(tmp_path / "sglang.jsonl", lines))
     _same(data, ids_reference, n=len(IDS))
+    # The engine's own figures, request by request, beside replay's.
+    log = data["replay"]["log"]
+    assert log["engine_figures"] == len(IDS) and log["retokenized"] == 0
+    first = log["engine_listed"][0]
+    assert first["engine"] == {"spec_verify_ct": 5, "spec_accept_length": 2.5}
+    assert list(first["replayed"]) == ["ngram:min=1,max=3@k=3"]
+    assert first["replayed"]["ngram:min=1,max=3@k=3"]["drafted"] > 0
+    assert "The engine's own figures beside replay's, per request (2 of 2)" in shown
 
 
 def test_vllm_return_token_ids_are_used_as_ids(

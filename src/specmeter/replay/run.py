@@ -152,6 +152,9 @@ class LogTally:
     not_canonical: int = 0
     category_missing: int = 0  # requests --category-field found no value in
     warmup_marked: int = 0  # `load`'s warm-up requests, left out (not traffic)
+    retokenized: int = 0  # responses logged as text only, encoded with the target's tokenizer
+    engine_figures: int = 0  # measured requests whose log holds the engine's own speculative figures
+    engine_listed: list[dict[str, Any]] = field(default_factory=list)  # the first MAX_LISTED of them
     models: Counter[str] = field(default_factory=Counter)
     greedy: int = 0
     sampled: int = 0
@@ -185,6 +188,9 @@ class LogTally:
             "not_canonical": self.not_canonical,
             "category_missing": self.category_missing,
             "warmup_marked": self.warmup_marked,
+            "retokenized": self.retokenized,
+            "engine_figures": self.engine_figures,
+            "engine_listed": self.engine_listed,
             "models": dict(self.models),
             "temperature": {
                 "greedy": self.greedy,
@@ -251,6 +257,23 @@ def _runs(
                 proposer = replay_proposer(parsed, engine)  # type: ignore[arg-type]
             runs[(proposer.name, k)] = proposer
     return runs
+
+
+def _beside_engine(
+    ident: str, source: str, engine: Mapping[str, Any], rows: Mapping[tuple[str, int], Sequence[Row]]
+) -> dict[str, Any]:
+    """A request's own speculative figures as its engine logged them (SGLang's ``meta_info`` ``spec_*``),
+    beside each (method, k)'s replayed counts of the same request (its last row: the one just walked)."""
+    replayed = {}
+    for (label, k), part in rows.items():
+        steps = part[-1].steps
+        drafting = sum(n for d, _, _, _, n in steps if d > 0)
+        replayed[run_label(label, k)] = {
+            "drafted": sum(d * n for d, _, _, _, n in steps),
+            "accepted": sum(a * n for _, a, _, _, n in steps),
+            "steps": drafting,
+        }
+    return {"id": ident, "source": source, "engine": dict(engine), "replayed": replayed}
 
 
 def spread(counts: Mapping[str, int], n: int) -> dict[str, int]:
@@ -353,6 +376,7 @@ def replay_log(
                     continue
                 tally.usable += 1
                 tally.not_canonical += prepared.not_canonical
+                tally.retokenized += item.output_ids is None
                 position = usable
                 usable += 1
                 measured = position >= cfg.warm and (position - cfg.warm) % shard_n == shard_i
@@ -379,6 +403,12 @@ def replay_log(
                         draft_rule=cfg.draft_rule,
                     )  # fmt: skip
                     rows[(label, k)].append(_row(position, item.source, w.record, w.past_end))
+                if item.engine_spec:
+                    tally.engine_figures += 1
+                    if len(tally.engine_listed) < MAX_LISTED:
+                        tally.engine_listed.append(
+                            _beside_engine(item.id, item.source, item.engine_spec, rows)
+                        )
         except NoResponses as e:
             raise ReplayError(str(e)) from None
         except OSError as e:
