@@ -11,6 +11,13 @@ the prompt side, and the categories of ``--category-field`` and ``--rules``), wi
   text blocks, ``stop_reason``; the request's ``system`` becomes the first message). The model is the
   response's ``model``, else the request's.
 
+- the shapes of ``goldenset.shapes`` (LiteLLM, Langfuse, Portkey, OpenTelemetry GenAI spans, SGLang's JSON
+  request log), each turned into gateway lines; OpenAI Batch output lines joined on ``custom_id`` with their
+  input lines (either order, any file of ``--from``); and vLLM's own server log (text, not JSON: its request
+  logger's prompt, params and ``Generated response`` lines joined on the request id).
+
+Lines marked as `load`'s warm-up (``metrics.warmup``) are read with ``warmup`` set; replay leaves them out.
+
 A line that cannot be replayed is a :class:`~specmeter.goldenset.formats.Problem` (file, line, reason) and
 reading goes on. A log whose first usable record holds no response at all is :class:`NoResponses`: one
 error naming the file and the line, since nothing in it can be replayed.
