@@ -265,7 +265,9 @@ def test_otel_genai_spans_in_otlp_json(tiny: Any, tmp_path: Path, reference: tup
     _same(data, reference)
 
 
-def test_langfuse_generations_and_portkey_logs(tiny: Any, tmp_path: Path, reference: tuple[Any, ...]) -> None:
+def test_langfuse_generations_portkey_and_helicone_logs(
+    tiny: Any, tmp_path: Path, reference: tuple[Any, ...]
+) -> None:
     langfuse: list[dict[str, Any]] = [
         {"id": "trace-span", "type": "SPAN", "traceId": "t", "input": "x", "output": "y"}
     ]
@@ -304,6 +306,22 @@ def test_langfuse_generations_and_portkey_logs(tiny: Any, tmp_path: Path, refere
     data, _ = _replay(tiny, tmp_path, _write(tmp_path / "langfuse.jsonl", langfuse))
     _same(data, _counts(unknown))
     data, _ = _replay(tiny, tmp_path, _write(tmp_path / "portkey.jsonl", portkey))
+    _same(data, reference)
+    helicone = [
+        {
+            "request_id": f"h-{i}",
+            "request_created_at": "2026-01-01T00:00:00Z",
+            "request_path": "/v1/chat/completions",
+            "request_body": _gateway(i, metadata=False)["request"],
+            "request_properties": {"Domain": REQUESTS[i][1]},
+            "request_model": "target",
+            "response_status": 200,
+            "response_body": _gateway(i)["response"],
+            "delay_ms": 120,
+        }
+        for i in range(4)
+    ]
+    data, _ = _replay(tiny, tmp_path, _write(tmp_path / "helicone.jsonl", helicone))
     _same(data, reference)
 
 

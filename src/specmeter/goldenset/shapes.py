@@ -31,6 +31,10 @@ request body, "metadata"}, "response": {OpenAI response body}}`` (plus ``prompt_
 - ``langfuse``: Langfuse's observations export (api.langfuse.com, ``GET /api/public/observations``,
   ObservationsView): rows of ``type`` ``GENERATION`` with ``input`` (chat messages or a string),
   ``output``, ``model``, ``modelParameters``, ``metadata`` and the trace's ``tags``.
+- ``helicone``: Helicone's request rows (the ``HeliconeRequest`` of its Query Requests API and of
+  ``npx @helicone/export --include-body``; ``valhalla/jawn/src/lib/stores/request/request.ts``):
+  ``request_id``, ``request_body``, ``response_body``, ``response_status``, ``request_model``,
+  ``request_properties`` (the ``Helicone-Property-*`` headers: ``Domain`` or ``domain`` names the domain).
 - ``portkey``: Portkey's log objects (portkey.ai/docs/api-reference/logs): ``request.body``,
   ``response.body``, ``metadata``.
 
@@ -59,8 +63,8 @@ __all__ = [
     "vllm_log_line",
 ]
 
-Shape = Literal["litellm", "otel", "batch", "sglang", "langfuse", "portkey"]
-SHAPES: tuple[Shape, ...] = ("litellm", "otel", "batch", "sglang", "langfuse", "portkey")
+Shape = Literal["litellm", "otel", "batch", "sglang", "langfuse", "portkey", "helicone"]
+SHAPES: tuple[Shape, ...] = ("litellm", "otel", "batch", "sglang", "langfuse", "portkey", "helicone")
 # Where a shape keeps tags (a list of strings): "domain:legal" or "domain=legal" names the domain.
 
 
@@ -97,6 +101,8 @@ def shape_scores(obj: Mapping[str, Any]) -> dict[Shape, int]:
     request = obj.get("request")
     if isinstance(request, Mapping) and isinstance(request.get("body"), Mapping):
         s["portkey"] += 12
+    if "request_body" in keys and "response_body" in keys:
+        s["helicone"] += 10
     return s
 
 
@@ -456,7 +462,32 @@ def _portkey(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"id": obj.get("id"), "request": body, "response": out}]
 
 
-_READERS = {"litellm": _litellm, "otel": _otel, "sglang": _sglang, "langfuse": _langfuse, "portkey": _portkey}
+def _helicone(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    body = _json_field(obj.get("request_body"), "request_body")
+    out = _json_field(obj.get("response_body"), "response_body")
+    if not isinstance(body, Mapping):
+        raise ShapeError("field 'request_body': not logged (export with --include-body)")
+    status = obj.get("response_status")
+    if isinstance(status, int) and status != 200:
+        raise ShapeError(f"field 'response_status': {status} (the request failed)")
+    if not isinstance(out, Mapping):
+        raise ShapeError("field 'response_body': must be a response object")
+    props = obj.get("request_properties")
+    props = {k.lower(): v for k, v in props.items()} if isinstance(props, Mapping) else {}
+    request = {**body, "metadata": _metadata(body.get("metadata"), props)}
+    if "model" not in request and isinstance(obj.get("request_model"), str):
+        request["model"] = obj["request_model"]
+    return [{"id": obj.get("request_id"), "request": request, "response": out}]
+
+
+_READERS = {
+    "helicone": _helicone,
+    "litellm": _litellm,
+    "otel": _otel,
+    "sglang": _sglang,
+    "langfuse": _langfuse,
+    "portkey": _portkey,
+}
 
 
 def normalize(obj: Mapping[str, Any], shape: Shape) -> list[dict[str, Any]]:

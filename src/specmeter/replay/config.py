@@ -23,7 +23,19 @@ _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 # The draft length near max_tokens (replay.walk): specmeter's loop drafts min(k, max_tokens − emitted − 1);
 # vLLM drafts k at every step and counts the acceptance past the limit (docs/replay.md).
 DRAFT_RULES = ("specmeter", "vllm")
-FORMATS = ("auto", "openai", "specmeter", "litellm", "otel", "batch", "sglang", "langfuse", "portkey", "vllm")
+FORMATS = (
+    "auto",
+    "openai",
+    "specmeter",
+    "litellm",
+    "otel",
+    "batch",
+    "sglang",
+    "langfuse",
+    "portkey",
+    "helicone",
+    "vllm",
+)
 
 
 class ReplayError(ValueError):
