@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from specmeter.cli.app import app
 from specmeter.load.config import Endpoint, LoadConfig
-from specmeter.load.requests import WARMUP_METADATA, build_request
+from specmeter.load.requests import build_request
+from specmeter.metrics.warmup import WARMUP_METADATA
 from specmeter.server.app import ServeConfig, create_app
 from specmeter.server.hosting import ServerThread
 from specmeter.server.local_engine import LocalEngine
