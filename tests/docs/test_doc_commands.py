@@ -336,10 +336,14 @@ def test_from_your_logs_script(tmp_path: Path) -> None:
     assert compared == {"legal", "general"}
     for row in drift["comparisons"]:  # per-domain figures on both sides
         assert row["before"] is not None and row["after"] is not None
-    # The same log replayed: every logged request the target produced, per domain, per method.
+    # The same log replayed: every logged request the target produced but load's warm-up ones (marked), per
+    # domain, per method.
     replayed = json.loads((out / "replay.json").read_text(encoding="utf-8"))
     assert [c["draft"] for c in replayed["candidates"]] == ["draft-legal", "ngram:min=5,max=5", "suffix"]
-    assert replayed["replay"]["log"]["measured"] == len(logged)
+    warmup = [r for r in logged if r.get("warmup")]
+    logged = [r for r in logged if not r.get("warmup")]
+    assert warmup and replayed["replay"]["log"]["warmup_marked"] == len(warmup)
+    assert replayed["replay"]["log"]["measured"] == len(logged) == 12
     for c in replayed["candidates"]:
         assert 0 <= c["summary"]["accepted_tokens"] <= c["summary"]["drafted_tokens"]
         assert {cat.split("/")[0] for cat in c["by_category"]} == {"legal", "general"}

@@ -74,6 +74,9 @@ def test_sweep_with_baseline_on_serve(tiny_servers: tuple[str, str], tmp_path: P
         # are too few for an interval (docs/metrics.md, "Statistics": from 10 requests up).
         assert level["server"]["used"] == "per_request_steps"
         assert 0.0 <= s["acceptance_rate"] <= 1.0 and s["acceptance_rate_ci"] is None
+        # α per request as the engine reported it: its distribution over the level's requests.
+        spread = level["server"]["per_request_alpha"]
+        assert spread["requests"] == 4 and 0.0 <= spread["p10"] <= spread["p50"] <= spread["p90"] <= 1.0
         assert s["acceptance_length"] == pytest.approx(1 + s["accepted_tokens"] / s["steps"])
         assert set(level["by_category"]) == {"general", "legal"}
         assert level["by_category"]["legal"]["acceptance_rate"] is not None

@@ -15,6 +15,7 @@ from specmeter.metrics.acceptance import (
     expected_acceptance_rate,
     iter_steps,
     per_position_acceptance,
+    per_request_rates,
 )
 from specmeter.metrics.records import StepRecord
 
@@ -163,3 +164,9 @@ def test_expected_acceptance_length_hand_values() -> None:
     # β = 0.5, k = 2: 1 + 0.5 + 0.25 = 1.75 = (1 − 0.125)/0.5
     assert expected_acceptance_length(0.5, 2) == pytest.approx(1.75)
     assert expected_acceptance_length(1.0, 4) == 5.0  # every draft accepted plus the bonus
+
+
+def test_per_request_alpha_distribution() -> None:
+    spread = per_request_rates([(1, 4), (2, 4), (3, 4), (4, 4), (0, 0)])  # the last drafted nothing
+    assert spread == {"requests": 4, "p10": 0.25, "p50": 0.5, "p90": 1.0, "mean": 0.625}
+    assert per_request_rates([(0, 0)]) is None

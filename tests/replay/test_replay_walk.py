@@ -89,3 +89,31 @@ def test_a_response_cut_short_is_interrupted() -> None:
     w = walk(p, [1], [10, 11], k=2, max_tokens=9, eos_ids={0}, request_id="r", category="c")
     assert _steps(w) == [(0, 0, 1)]
     assert w.record.finish_reason == "interrupted"
+
+
+def test_vllm_rule_drafts_k_up_to_the_limit_and_stops_the_output_there() -> None:
+    """``--draft-rule vllm``: vLLM drafts k at every step, near max_tokens too, verifies all k and counts
+    those accepted; the output stops at max_tokens. The log ends there, so a draft that matched through the
+    last logged token is a lower bound (``past_end``), as at EOS."""
+    drafts = {3: [11, 12, 13, 14]}
+    response = [10, 11, 12, 13]
+    live = walk(Fixed(drafts), [1, 2], response, k=4, max_tokens=4, eos_ids={0}, request_id="r", category="c")
+    vllm = walk(Fixed(drafts), [1, 2], response, k=4, max_tokens=4, eos_ids={0}, request_id="r", category="c",
+                draft_rule="vllm")  # fmt: skip
+    assert _steps(live) == [(2, 2, 3)]  # d = min(4, 4 − 1 − 1) = 2: 11 12 accepted, bonus 13
+    assert _steps(vllm) == [(4, 3, 3)]  # k = 4 drafted, 11 12 13 accepted (the log ends), output cut at 4
+    assert vllm.past_end == 1 and live.past_end == 0
+    assert vllm.record.output_tokens == live.record.output_tokens == 4
+
+
+def test_vllm_rule_drafts_where_specmeter_takes_a_target_only_step() -> None:
+    # After the prefill's 10 nothing is drafted (context 3): a target-only step gives 11 (context 4). One
+    # token is then left: specmeter drafts min(3, 3 − 2 − 1) = 0, vLLM drafts 12 13 99 (12 accepted).
+    p = Fixed({4: [12, 13, 99]})
+    response = [10, 11, 12]
+    live = walk(p, [1, 2], response, k=3, max_tokens=3, eos_ids={0}, request_id="r", category="c")
+    vllm = walk(p, [1, 2], response, k=3, max_tokens=3, eos_ids={0}, request_id="r", category="c",
+                draft_rule="vllm")  # fmt: skip
+    assert _steps(live) == [(0, 0, 1), (0, 0, 1)]
+    assert _steps(vllm) == [(0, 0, 1), (3, 1, 1)]
+    assert vllm.record.output_tokens == live.record.output_tokens == 3

@@ -299,8 +299,53 @@ class _BarTask:
         self._progress.update(self._task, description=text, total=total)
 
 
+class LineTask:
+    """Progress when the console is not a terminal (output sent to a file, a CI log): a plain line every
+    ``every`` seconds, with the share done, the time so far and the time left at the rate so far."""
+
+    def __init__(
+        self, out: Console, description: str, total: int, *, every: float = 5.0,
+        clock: Callable[[], float] | None = None,
+    ) -> None:  # fmt: skip
+        import time
+
+        self._clock = clock or time.monotonic
+        self.console, self.description, self.total, self.every = out, description, max(1, total), every
+        self.done = 0
+        self.start = self._last = self._clock()
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        now = self._clock()
+        if now - self._last >= self.every:
+            self._last = now
+            self.console.print(self.line(now), markup=False, highlight=False, soft_wrap=True)
+
+    def update(self, *, description: str | None = None, total: int | None = None) -> None:
+        self.description = description if description is not None else self.description
+        self.total = max(1, total) if total is not None else self.total
+
+    def line(self, now: float) -> str:
+        elapsed = now - self.start
+        share = min(1.0, self.done / self.total)
+        left = f", about {_duration(elapsed * (1 - share) / share)} left" if share > 0 else ""
+        return f"{self.description}: {self.done}/{self.total} ({share:.0%}), {_duration(elapsed)}{left}"
+
+
+def _duration(value: float) -> str:
+    seconds = round(value)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
 class RichReporter:
-    """The measuring core's progress on a terminal: a spinner, a transient bar, notes (not when quiet)."""
+    """The measuring core's progress: on a terminal a spinner and a transient bar, elsewhere a line every
+    few seconds (:class:`LineTask`); notes (not when quiet)."""
 
     def __init__(self, out: Console = console, *, quiet: bool = False) -> None:
         self.console, self.quiet = out, quiet
@@ -312,6 +357,9 @@ class RichReporter:
 
     @contextmanager
     def task(self, description: str, total: int) -> Iterator[Task]:
+        if not self.quiet and not self.console.is_terminal:
+            yield LineTask(self.console, description, total)
+            return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         progress = Progress(

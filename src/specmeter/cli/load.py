@@ -197,9 +197,9 @@ def load(
     import dataclasses
 
     from specmeter.load.config import LoadError
-    from specmeter.workloads import WorkloadError, load_workload
+    from specmeter.workloads import WorkloadError, load_workloads
 
-    prompts: Path = options["prompts"]
+    prompts: list[Path] = list(options["prompts"])
     json_out, csv_out, log_out = options["json_out"], options["csv_out"], options["log_out"]
     quiet, max_error_rate = options["quiet"], options["max_error_rate"]
     if (concurrency is not None) + (rate is not None) + (trace is not None) > 1:
@@ -250,12 +250,14 @@ def load(
         {"--prompts": prompts, "--trace": trace, "--tokenizer": tokenizer},
     )
     try:
-        workload = load_workload(prompts)
+        workload = load_workloads(prompts)
     except WorkloadError as e:
         fail(str(e))
     entries = None if trace is None else _trace(trace, workload.prompts, tokenizer)
     cfg = dataclasses.replace(cfg, prompts=workload.prompts, trace=entries)
-    config = cfg.echo(prompts=str(prompts), trace=None if trace is None else str(trace), server=server)
+    config = cfg.echo(
+        prompts=", ".join(map(str, prompts)), trace=None if trace is None else str(trace), server=server
+    )
 
     from specmeter.load.run import execute_load
     from specmeter.load.view import render_load

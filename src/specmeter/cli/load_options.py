@@ -24,7 +24,13 @@ __all__ = ["HEAD", "TAIL", "check_failures", "levels", "load_config"]
 _C = LoadConfig
 
 HEAD: tuple[Shared, ...] = (
-    option("prompts", Path, "--prompts", help="Golden set: specmeter JSONL or Spec-Bench question.jsonl."),
+    option(
+        "prompts",
+        list[Path],
+        "--prompts",
+        help="Golden set: specmeter JSONL or Spec-Bench question.jsonl; repeat to combine several (their "
+        "categories together; an id may appear in one file only), as bench and select take them.",
+    ),
 )
 TAIL: tuple[Shared, ...] = (
     option("limit", int | None, "--limit",

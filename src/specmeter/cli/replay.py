@@ -14,7 +14,7 @@ from specmeter.exitcodes import EXIT_FAILED
 if TYPE_CHECKING:
     from specmeter.replay.run import Row
 
-FORMAT_CHOICES = ("auto", "openai", "specmeter")
+from specmeter.replay.config import FORMATS as FORMAT_CHOICES
 
 
 def replay(
@@ -50,7 +50,15 @@ def replay(
     shard: str | None = typer.Option(
         None, "--shard", help="i/N: replay every N-th request from the i-th (write --json; then --merge)."
     ),
-    limit: int | None = typer.Option(None, "--limit", help="Replay at most N requests (after --warm)."),
+    limit: int | None = typer.Option(
+        None, "--limit", help="Replay at most N requests (after --warm), sampled across categories."
+    ),
+    draft_rule: str = typer.Option(
+        "specmeter",
+        "--draft-rule",
+        help="The draft length near max_tokens: specmeter (its own loop) or vllm (k at every step, as a "
+        "vLLM server counts).",
+    ),
     costs: Path | None = typer.Option(
         None,
         "--costs",
@@ -101,6 +109,7 @@ def replay(
             sources=tuple(sources), methods=tuple(methods or ()), ks=tuple(ks), target=target, fmt=fmt,
             category_field=category_field, rules=rules, model=model, warm=warm,
             shard=parse_shard(shard) if shard is not None else None, limit=limit, costs=costs,
+            draft_rule=draft_rule,
             json_out=json_out, csv_out=csv_out, html_out=html_out, ray=ray, shards=shards,
         )  # fmt: skip
     except ReplayError as e:

@@ -166,9 +166,9 @@ def sweep(
 
     from specmeter.sweep.config import ServerConfig
     from specmeter.sweep.launch import LaunchError, check_template
-    from specmeter.workloads import WorkloadError, load_workload
+    from specmeter.workloads import WorkloadError, load_workloads
 
-    prompts: Path = options["prompts"]
+    prompts: list[Path] = list(options["prompts"])
     json_out, csv_out, log_out = options["json_out"], options["csv_out"], options["log_out"]
     if (launch is None) == (not endpoint):
         fail("give --launch (specmeter starts each configuration) or --endpoint K=URL per running server")
@@ -233,14 +233,14 @@ def sweep(
     elif logs_dir is None:
         logs_dir = Path(tempfile.mkdtemp(prefix="specmeter-sweep-"))  # only once every output passed
     try:
-        workload = load_workload(prompts)
+        workload = load_workloads(prompts)
     except WorkloadError as e:
         fail(str(e))
     cfg = dataclasses.replace(
         cfg, load=dataclasses.replace(load, prompts=workload.prompts), logs_dir=logs_dir or cfg.logs_dir
     )
     max_error_rate = options["max_error_rate"]
-    config = cfg.echo(prompts=str(prompts), endpoints=endpoint, max_error_rate=max_error_rate)
+    config = cfg.echo(prompts=", ".join(map(str, prompts)), endpoints=endpoint, max_error_rate=max_error_rate)
     code = _run(
         cfg, config, json_out, csv_out, log_out, schedule_out, options["quiet"], stored, max_error_rate
     )

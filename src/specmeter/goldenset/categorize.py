@@ -5,7 +5,8 @@ Order of precedence for one prompt:
 1. ``--category-field PATH``: a dotted path into the logged record (``route``, ``metadata.domain``); for a
    wrapped OpenAI line the path is also tried inside ``request``/``body`` and their ``metadata``. Without the
    option, a format's own category field is used where it has one (Spec-Bench ``category``, specmeter's
-   ``category`` or ``domain``).
+   ``category`` or ``domain``, an OpenAI or gateway line's ``domain`` or ``category`` at the top, in
+   ``request``/``body`` or in their ``metadata``: ``metadata.domain`` needs no option).
 2. ``--rules rules.yml``: the first rule that matches the prompt's text (every message and follow-up).
 3. The rules file's ``default``, else ``"uncategorised"``.
 
@@ -38,7 +39,15 @@ from specmeter.goldenset.formats import LogPrompt
 __all__ = ["UNCATEGORISED", "CategoryRules", "Rule", "RulesError", "categorize", "field_value", "load_rules"]
 
 UNCATEGORISED = "uncategorised"
-_NATIVE_FIELDS = {"specbench": ("category",), "specmeter": ("category", "domain")}
+# Without --category-field: each format's own places for a domain. ``domain`` is looked up on the record,
+# inside ``request``/``body`` and in each one's ``metadata`` (:func:`field_value`), so a gateway line with
+# ``metadata.domain`` (what ``specmeter load`` sends) is split by it with no option.
+_NATIVE_FIELDS = {
+    "specbench": ("category",),
+    "specmeter": ("category", "domain"),
+    "openai": ("domain", "category"),
+    "sharegpt": ("domain", "category"),
+}
 
 
 class RulesError(ValueError):

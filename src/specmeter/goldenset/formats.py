@@ -28,12 +28,14 @@ import io
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from specmeter import jsonsafe
+from specmeter.goldenset import shapes
+from specmeter.metrics.warmup import is_warmup
 from specmeter.workloads.loader import Message
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "ReadResult",
     "RecordError",
     "detect_format",
+    "format_scores",
     "parse_record",
     "read_prompts",
 ]
@@ -119,6 +122,7 @@ class ReadResult:
     problems: list[Problem] = field(default_factory=list)
     records: int = 0  # records seen (lines with content, array elements, CSV rows)
     formats: dict[str, str] = field(default_factory=dict)  # file → format used
+    warmup: int = 0  # `load`'s warm-up requests, left out (``metrics.warmup``): not traffic
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -322,21 +326,48 @@ def _specmeter(obj: Mapping[str, Any], file: str, line: int) -> LogPrompt:
 
 _PARSERS = {"openai": _openai, "sharegpt": _sharegpt, "specbench": _specbench, "specmeter": _specmeter}
 _OWN_KEYS = frozenset({"id", "prompt", "messages", "category", "max_tokens", "followups", "source"})
-_LOG_KEYS = frozenset({"accepted_tokens", "drafted_tokens", "output_tokens", "latency_ms"})
+# Fields only specmeter's own per-request log writes (``serve --log``, ``load --requests``).
+_LOG_KEYS = frozenset(
+    {"accepted_tokens", "drafted_tokens", "output_ids", "prompt_ids", "run", "steps_detail"}
+)
+# Fields many logs carry (a gateway's latency, a timestamp): they say nothing about the format.
+_PROMPT_KEYS = ("messages", "prompt", "input")
+
+
+def format_scores(obj: Mapping[str, Any]) -> dict[Format, int]:
+    """How strongly a record looks like each format: the distinctive fields it has, weighed.
+
+    A field common to several shapes (``latency_ms``, ``model``, a timestamp) weighs nothing, so one extra
+    field never flips a record from one format to another; a wrapper holding a request (``request`` or
+    ``body`` with messages, prompt or input) outweighs any count of loose fields.
+    """
+    keys = set(obj)
+    scores: dict[Format, int] = dict.fromkeys(FORMATS, 0)
+    if keys & {"conversations", "conversation"}:
+        scores["sharegpt"] += 10
+    if "question_id" in keys:
+        scores["specbench"] += 10
+    elif "turns" in keys and not keys & {"messages", "prompt"}:
+        scores["specbench"] += 5
+    for wrapper in ("request", "body"):
+        inner = obj.get(wrapper)
+        if isinstance(inner, Mapping) and any(k in inner for k in _PROMPT_KEYS):
+            scores["openai"] += 10
+        elif wrapper in keys:
+            scores["openai"] += 2
+    scores["openai"] += 3 * ("custom_id" in keys) + 2 * isinstance(obj.get("response"), Mapping)
+    scores["openai"] += any(k in keys for k in _PROMPT_KEYS) + ("model" in keys and not keys & _LOG_KEYS)
+    scores["specmeter"] += 3 * len(keys & _LOG_KEYS)
+    if "id" in keys and keys & {"prompt", "messages"} and keys <= _OWN_KEYS:
+        scores["specmeter"] += 5
+    return scores
 
 
 def detect_format(obj: Mapping[str, Any]) -> Format | None:
-    """The format a JSON record looks like, or None when it looks like none of them."""
-    keys = set(obj)
-    if "conversations" in keys or "conversation" in keys:
-        return "sharegpt"
-    if "question_id" in keys or ("turns" in keys and not keys & {"messages", "prompt"}):
-        return "specbench"
-    if keys & _LOG_KEYS or ("id" in keys and keys & {"prompt", "messages"} and keys <= _OWN_KEYS):
-        return "specmeter"
-    if keys & {"messages", "prompt", "input", "body", "request"}:
-        return "openai"
-    return None
+    """The format a JSON record looks like most (:func:`format_scores`), or None when it looks like none."""
+    scores = format_scores(obj)
+    best = max(FORMATS, key=lambda f: scores[f])
+    return best if scores[best] > 0 else None
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -419,7 +450,10 @@ def _read_json(file: str, data: str, fmt: str, out: ReadResult) -> None:
     chosen: Format | None = None if fmt == "auto" else fmt  # type: ignore[assignment]
     if chosen is None:
         for _, obj in records[:_SNIFF_RECORDS]:
-            if isinstance(obj, Mapping) and (chosen := detect_format(obj)) is not None:
+            if not isinstance(obj, Mapping):
+                continue
+            chosen = detect_format(obj) or ("openai" if shapes.detect_shape(obj) else None)
+            if chosen is not None:
                 break
     if chosen is None:
         out.problems.append(
@@ -435,11 +469,28 @@ def _read_json(file: str, data: str, fmt: str, out: ReadResult) -> None:
             out.problems.append(Problem(file, line, str(obj)))
         elif not isinstance(obj, Mapping):
             out.problems.append(Problem(file, line, f"expected a JSON object, got {_json_type(obj)}"))
+        elif is_warmup(obj):
+            out.warmup += 1
         else:
             try:
-                out.prompts.append(parse(obj, file, line))
+                for record, record_parse in _shaped(obj, fmt, parse):
+                    out.prompts.append(record_parse(record, file, line))
             except _Bad as e:
                 out.problems.append(Problem(file, line, str(e)))
+
+
+def _shaped(
+    obj: Mapping[str, Any], fmt: str, parse: Callable[[Mapping[str, Any], str, int], LogPrompt]
+) -> list[tuple[Mapping[str, Any], Callable[[Mapping[str, Any], str, int], LogPrompt]]]:
+    """The records a line holds: a gateway's, tracer's or engine's shape (``goldenset.shapes``) becomes
+    OpenAI request lines; any other record is read by the file's format."""
+    shape = shapes.detect_shape(obj) if fmt == "auto" else None
+    if shape is None:
+        return [(obj, parse)]
+    try:
+        return [(record, _openai) for record in shapes.normalize(obj, shape)]
+    except shapes.ShapeError as e:
+        raise _Bad(str(e)) from None
 
 
 def _read_csv(file: str, data: str, prompt_column: str | None, out: ReadResult) -> None:

@@ -114,7 +114,7 @@ class LevelRunner:
         if self.cfg.warmup > 0:
             outcomes: list[RequestOutcome] = []
             await closed_loop(
-                lambda index, slot: self.streams.send(build_request(self.cfg, ep, index), slot),
+                lambda index, slot: self.streams.send(build_request(self.cfg, ep, index, warmup=True), slot),
                 iter(range(self.cfg.warmup)),
                 min(self.cfg.warmup, WARMUP_CONCURRENCY),
                 on_outcome=outcomes.append,
@@ -133,7 +133,7 @@ class LevelRunner:
         outcomes: list[RequestOutcome] = []
 
         async def send(index: int, slot: int) -> RequestOutcome:
-            return await self.streams.send(build_request(self.cfg, ep, index), slot)
+            return await self.streams.send(build_request(self.cfg, ep, index, warmup=True), slot)
 
         t0 = perf_counter()
         try:

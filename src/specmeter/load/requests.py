@@ -41,6 +41,7 @@ from typing import Any
 
 from specmeter.load.client import StreamRequest
 from specmeter.load.config import ChunkCounts, Endpoint, LoadConfig
+from specmeter.metrics.warmup import WARMUP_METADATA
 from specmeter.monitoring.adapters import ServerKind
 from specmeter.wire.messages import messages_payload
 from specmeter.workloads.loader import DEFAULT_CATEGORY, Prompt
@@ -80,7 +81,9 @@ def prompt_of(cfg: LoadConfig, index: int) -> Prompt:
     return cfg.prompts[index % len(cfg.prompts)]
 
 
-def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[str] = ()) -> StreamRequest:
+def build_request(
+    cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[str] = (), *, warmup: bool = False
+) -> StreamRequest:
     """Request ``index`` of a level against ``ep``; for turn t of a conversation, ``answers`` holds the
     server's own answers to turns 0..t−1 (``workloads.turn_messages``: a chat client's history)."""
     entry = cfg.trace[index % len(cfg.trace)] if cfg.trace is not None else None
@@ -127,6 +130,9 @@ def build_request(cfg: LoadConfig, ep: Endpoint, index: int, answers: Sequence[s
         payload["metadata"] = {"domain": prompt.category, **(given if isinstance(given, Mapping) else {})}
         if isinstance(given, Mapping):
             del extra["metadata"]
+    if warmup:  # marked even with --no-domain-metadata: a warm-up request is never traffic (metrics.warmup)
+        given = payload.get("metadata", extra.pop("metadata", None))
+        payload["metadata"] = {**(given if isinstance(given, Mapping) else {}), WARMUP_METADATA: "true"}
     payload.update(extra)
     path = "/v1/chat/completions" if chat else "/v1/completions"
     return StreamRequest(turn_id(prompt.id, turn), prompt.category, ep.url + path, payload)

@@ -28,6 +28,7 @@ from specmeter.load.client import RequestOutcome
 from specmeter.load.config import CLIENT_BUSY
 from specmeter.load.level import PhaseResult, RoleResult
 from specmeter.load.limits import client_cores
+from specmeter.metrics.acceptance import per_request_rates
 from specmeter.metrics.records import ModelInfo, RunRecord
 from specmeter.metrics.slo import SLO, evaluate
 from specmeter.metrics.slow_start import slow_start
@@ -204,6 +205,17 @@ def _counters_cover_requests(counters: ServerAcceptance, requests: ServerAccepta
     )
 
 
+def _request_pair(spec: Mapping[str, Any]) -> tuple[float, float] | None:
+    """One request's (accepted, drafted) from its server report, in either shape
+    ``monitoring.acceptance.acceptance_from_requests`` reads (vLLM's, which SGLang's ``meta_info`` is brought
+    to, or llama.cpp's ``timings``)."""
+    for a_key, d_key in (("num_accepted_draft_tokens", "num_draft_tokens"), ("draft_n_accepted", "draft_n")):
+        a, d = spec.get(a_key), spec.get(d_key)
+        if isinstance(a, int | float) and isinstance(d, int | float) and not spec.get("derived_from_rates"):
+            return float(a), float(d)
+    return None
+
+
 def _server_block(role: RoleResult, k: int | None) -> tuple[dict[str, Any], ServerAcceptance | None]:
     from_requests = role.request_acceptance(k)
     from_metrics = role.metrics_acceptance(k)
@@ -222,6 +234,11 @@ def _server_block(role: RoleResult, k: int | None) -> tuple[dict[str, Any], Serv
         "metrics": None if from_metrics is None else from_metrics.as_dict(),
         "per_request": None if from_requests is None else from_requests.as_dict(),
         "used": None if used is None else ("per_request" if used is from_requests else "metrics"),
+        # α per request as the engine reported it (its distribution over the level's requests): what a replay
+        # of the same traffic is compared with request by request.
+        "per_request_alpha": per_request_rates(
+            p for o in role.outcomes if o.server_spec and (p := _request_pair(o.server_spec)) is not None
+        ),
         "unavailable": list(unavailable_metrics(role.endpoint.kind)),
         "notes": [n for n in (role.endpoint.metrics_note, *role.readings.scrape_errors) if n],
     }

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specmeter.report.fmt import DASH, as_float, dig, fmt_num, fmt_speedup, with_ci
+from specmeter.report.fmt import DASH, as_float, dig, fmt_int, fmt_num, fmt_speedup, with_ci
 from specmeter.report.view import framed_by_hygiene
 
 __all__ = [
@@ -277,6 +277,13 @@ def render_load(result: Mapping[str, Any], console: Console) -> None:
             if source
             else f"{level}: no acceptance figures from the server"
         )
+        spread = server.get("per_request_alpha")
+        if spread:
+            notes.append(
+                f"{level}: α per request, as the engine reported it: p10 {fmt_num(spread.get('p10'), 3)}, "
+                f"median {fmt_num(spread.get('p50'), 3)}, p90 {fmt_num(spread.get('p90'), 3)} over "
+                f"{fmt_int(spread.get('requests'))} requests"
+            )
         notes += [f"{level}: {n}" for n in server.get("notes") or []]
         if estimated:
             notes.append(

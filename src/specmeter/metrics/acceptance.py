@@ -8,6 +8,7 @@ summary stays valid JSON and a missing figure cannot be mistaken for a measured 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -110,6 +111,26 @@ def acceptance_counts(items: Iterable[StepRecord | RequestRecord]) -> Acceptance
         rejections=rejections,
         draft_forwards=draft_forwards,
     )
+
+
+def per_request_rates(pairs: Iterable[tuple[float, float]]) -> dict[str, float | int] | None:
+    """The distribution of α = A/D over requests, from each request's (accepted, drafted): how many
+    requests drafted, and the 10th, 50th and 90th percentiles (nearest rank) with the mean; None when no
+    request drafted. A request that drafted nothing has no α and is left out."""
+    rates = sorted(a / d for a, d in pairs if d > 0)
+    if not rates:
+        return None
+
+    def rank(q: float) -> float:
+        return rates[min(len(rates) - 1, max(0, math.ceil(q * len(rates)) - 1))]
+
+    return {
+        "requests": len(rates),
+        "p10": rank(0.1),
+        "p50": rank(0.5),
+        "p90": rank(0.9),
+        "mean": sum(rates) / len(rates),
+    }
 
 
 def acceptance_rate(counts: AcceptanceCounts) -> float | None:

@@ -22,7 +22,8 @@ The vLLM, SGLang and llama.cpp objects are found at the top of the line or under
 domain the first of ``domain``, ``route``, ``metadata.domain``, ``request.metadata.domain``, ``category``;
 its tenant ``tenant``, ``metadata.tenant``, ``request.metadata.tenant``, ``user``, ``request.user``.
 specmeter's ``bench`` logs hold several runs; their run label (``draft@k=4``, ``baseline``) stands in for
-the tenant so runs are never pooled.
+the tenant so runs are never pooled. `load`'s warm-up requests (``metrics.warmup``) are left out and
+counted (``LogTail.warmup``).
 
 :class:`LogTail` follows a file or a directory that grows: each poll returns the complete lines appended
 since the last one (a half-written last line waits for its newline), picks up new files, and starts a file
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from specmeter import jsonsafe
+from specmeter.metrics.warmup import is_warmup
 from specmeter.monitoring.adapters import sglang_meta
 from specmeter.safetext import valid_text
 
@@ -349,6 +351,7 @@ class LogTail:
     files: dict[str, _FileState] = field(default_factory=dict)
     bad: int = 0
     reasons: Counter[str] = field(default_factory=Counter)  # skipped lines per problem_kind
+    warmup: int = 0  # `load`'s warm-up requests, left out (``metrics.warmup``): not traffic
 
     def _skip(self, problems: list[str], where: str, reason: str) -> None:
         problems.append(f"{where}: {reason}")
@@ -397,6 +400,9 @@ class LogTail:
                 except json.JSONDecodeError as e:
                     self._skip(problems, where, f"invalid JSON ({e.msg} at column {e.colno})")
                     continue
+                if isinstance(obj, Mapping) and is_warmup(obj):
+                    self.warmup += 1
+                    continue
                 try:
                     observations.append(parse_line(obj, where, self.fields))
                 except ValueError as e:
@@ -413,13 +419,11 @@ class LogTail:
                 state.line += 1
                 state.pending, raw = b"", state.pending
                 try:
-                    observations.append(
-                        parse_line(
-                            jsonsafe.loads(raw.decode("utf-8"), surrogates=True),
-                            f"{name}:{state.line}",
-                            self.fields,
-                        )
-                    )
+                    obj = jsonsafe.loads(raw.decode("utf-8"), surrogates=True)
+                    if isinstance(obj, Mapping) and is_warmup(obj):
+                        self.warmup += 1
+                        continue
+                    observations.append(parse_line(obj, f"{name}:{state.line}", self.fields))
                 except json.JSONDecodeError as e:
                     self._skip(
                         problems, f"{name}:{state.line}", f"invalid JSON ({e.msg} at column {e.colno})"

@@ -21,7 +21,22 @@ __all__ = ["MAX_SHARDS", "EmptyShard", "ReplayConfig", "ReplayError", "parse_sha
 # beyond the cluster's CPUs only queue; 1024 is far past any cluster this is run on, and catches a typo.
 MAX_SHARDS = 1024
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-FORMATS = ("auto", "openai", "specmeter")
+# The draft length near max_tokens (replay.walk): specmeter's loop drafts min(k, max_tokens − emitted − 1);
+# vLLM drafts k at every step and counts the acceptance past the limit (docs/replay.md).
+DRAFT_RULES = ("specmeter", "vllm")
+FORMATS = (
+    "auto",
+    "openai",
+    "specmeter",
+    "litellm",
+    "otel",
+    "batch",
+    "sglang",
+    "langfuse",
+    "portkey",
+    "helicone",
+    "vllm",
+)
 
 
 class ReplayError(ValueError):
@@ -60,7 +75,8 @@ class ReplayConfig:
     model: str | None = None  # the model the log's requests must name; None: the target directory's name
     warm: int = 0  # the first N usable requests feed learning methods but are left out of the figures
     shard: tuple[int, int] | None = None  # (i, N)
-    limit: int | None = None  # replay at most this many usable requests (after --warm), then stop
+    limit: int | None = None  # replay at most this many usable requests (after --warm), sampled by category
+    draft_rule: str = "specmeter"  # the draft length near max_tokens: specmeter's own loop, or vLLM's
     costs: Path | None = None
     json_out: Path | None = None
     csv_out: Path | None = None
@@ -107,6 +123,8 @@ class ReplayConfig:
             raise ReplayError(f"--target: {self.target} is not a directory (a model or tokenizer directory)")
         if self.fmt not in FORMATS:
             raise ReplayError(f"--format: {self.fmt!r} is not one of {', '.join(FORMATS)}")
+        if self.draft_rule not in DRAFT_RULES:
+            raise ReplayError(f"--draft-rule: {self.draft_rule!r} is not one of {', '.join(DRAFT_RULES)}")
         if self.warm < 0:
             raise ReplayError(f"--warm must be >= 0, got {self.warm}")
         if self.limit is not None and self.limit < 1:
@@ -162,6 +180,7 @@ class ReplayConfig:
             "rules": str(self.rules) if self.rules is not None else None,
             "warm": self.warm,
             "limit": self.limit,
+            "draft_rule": self.draft_rule,
             "shard": None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}",
             "costs": str(self.costs) if self.costs is not None else None,
         }

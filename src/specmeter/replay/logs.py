@@ -11,6 +11,13 @@ the prompt side, and the categories of ``--category-field`` and ``--rules``), wi
   text blocks, ``stop_reason``; the request's ``system`` becomes the first message). The model is the
   response's ``model``, else the request's.
 
+- the shapes of ``goldenset.shapes`` (LiteLLM, Langfuse, Portkey, OpenTelemetry GenAI spans, SGLang's JSON
+  request log), each turned into gateway lines; OpenAI Batch output lines joined on ``custom_id`` with their
+  input lines (either order, any file of ``--from``); and vLLM's own server log (text, not JSON: its request
+  logger's prompt, params and ``Generated response`` lines joined on the request id).
+
+Lines marked as `load`'s warm-up (``metrics.warmup``) are read with ``warmup`` set; replay leaves them out.
+
 A line that cannot be replayed is a :class:`~specmeter.goldenset.formats.Problem` (file, line, reason) and
 reading goes on. A log whose first usable record holds no response at all is :class:`NoResponses`: one
 error naming the file and the line, since nothing in it can be replayed.
@@ -26,8 +33,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from specmeter import inputs, jsonsafe
-from specmeter.goldenset.categorize import CategoryRules, categorize
+from specmeter.goldenset import shapes
+from specmeter.goldenset.categorize import CategoryRules, categorize, field_value
 from specmeter.goldenset.formats import LogPrompt, Problem, RecordError, parse_record
+from specmeter.metrics.warmup import is_warmup
 
 __all__ = ["End", "LoggedRequest", "NoResponses", "iter_log", "log_files"]
 
@@ -62,6 +71,9 @@ class LoggedRequest:
     model: str | None
     temperature: float | None
     category: str
+    category_found: bool = True  # --category-field found a value (always True without the option)
+    warmup: bool = False  # `load`'s warm-up request (``serve --log`` writes ``"warmup": true``)
+    engine_spec: Mapping[str, Any] | None = None  # the engine's own per-request speculative figures
 
     @property
     def source(self) -> str:
@@ -205,6 +217,12 @@ def parse_logged(
     if isinstance(response, Mapping):  # a gateway line
         text, end = _gateway_response(response)
         output_ids = _ids(response.get("output_ids"), "response.output_ids")
+        choices = response.get("choices")
+        if output_ids is None and isinstance(choices, list) and isinstance(choices[0], Mapping):
+            # vLLM's return_token_ids (vllm/entrypoints/openai/protocol.py): the choice's token_ids
+            output_ids = _ids(choices[0].get("token_ids"), "response.choices[0].token_ids")
+        if prompt_ids is None:
+            prompt_ids = _ids(response.get("prompt_token_ids"), "response.prompt_token_ids")
         request = obj.get("request") if isinstance(obj.get("request"), Mapping) else {}
         assert isinstance(request, Mapping)
         model = response.get("model") or request.get("model")
@@ -232,6 +250,7 @@ def parse_logged(
     if output_ids is None and not text:
         raise RecordError("the response is empty (nothing to replay)")
     category = categorize(prompt, category_field=category_field, rules=rules)
+    found = category_field is None or field_value(prompt.record, category_field) is not None
     ident = prompt.id or (str(obj["id"]) if isinstance(obj.get("id"), (str, int)) else f"{file}:{line}")
     return LoggedRequest(
         index=index,
@@ -247,7 +266,70 @@ def parse_logged(
         model=model if isinstance(model, str) and model else None,
         temperature=temperature,
         category=category,
+        category_found=found,
+        warmup=is_warmup(obj),
+        engine_spec=obj["engine_spec"] if isinstance(obj.get("engine_spec"), Mapping) else None,
     )
+
+
+_UNJOINED_INPUT = "an OpenAI Batch input line whose output line is not in --from (give the output file too)"
+_UNJOINED_OUTPUT = "an OpenAI Batch output line whose input line is not in --from (give the input file too)"
+
+
+def _batch_input(obj: Mapping[str, Any]) -> bool:
+    return (
+        isinstance(obj.get("custom_id"), str)
+        and isinstance(obj.get("body"), Mapping)
+        and "response" not in obj
+        and bool(obj.keys() & {"url", "method"})
+    )
+
+
+class _Reader:
+    """The state of one read over every source: the batch halves and vLLM lines waiting for their other
+    half (joined in whichever order they come, across files), and the records' running index."""
+
+    def __init__(self, fmt: str, category_field: str | None, rules: CategoryRules | None) -> None:
+        self.fmt, self.category_field, self.rules = fmt, category_field, rules
+        self.index = 0
+        self.inputs: dict[str, tuple[str, int, Mapping[str, Any]]] = {}
+        self.outputs: dict[str, tuple[str, int, Mapping[str, Any]]] = {}
+        self.vllm: dict[str, list[shapes.VllmLine]] = {}
+
+    def parse(self, obj: Mapping[str, Any], file: str, line: int, fmt: str) -> LoggedRequest:
+        position = self.index
+        self.index += 1
+        return parse_logged(
+            obj, file, line, position, fmt=fmt, category_field=self.category_field, rules=self.rules
+        )
+
+    def records(self, obj: Mapping[str, Any], file: str, line: int) -> list[tuple[Mapping[str, Any], str]]:
+        """The records one JSON line holds, each with the format to read it as (joined halves included)."""
+        shape = shapes.detect_shape(obj) if self.fmt == "auto" else self.fmt
+        if shape == "batch" or (self.fmt in ("auto", "batch") and _batch_input(obj)):
+            if _batch_input(obj):
+                key = str(obj["custom_id"])
+                if key not in self.outputs:
+                    self.inputs[key] = (file, line, obj)
+                    return []
+                body = self.outputs.pop(key)[2]
+                request = obj["body"]
+            else:
+                key, body = shapes.batch_output(obj)
+                if key not in self.inputs:
+                    self.outputs[key] = (file, line, body)
+                    return []
+                request = self.inputs.pop(key)[2]["body"]
+            return [({"custom_id": key, "request": request, "response": body}, "openai")]
+        if shape in shapes.SHAPES:
+            return [(r, "openai") for r in shapes.normalize(obj, shape)]  # type: ignore[arg-type]
+        return [(obj, self.fmt)]
+
+    def leftovers(self) -> Iterator[Problem]:
+        for file, line, _ in self.inputs.values():
+            yield Problem(file, line, _UNJOINED_INPUT)
+        for file, line, _ in self.outputs.values():
+            yield Problem(file, line, _UNJOINED_OUTPUT)
 
 
 def iter_log(
@@ -260,56 +342,84 @@ def iter_log(
 ) -> Iterator[LoggedRequest | Problem]:
     """Every record of every source in order, as a request or a problem, read line by line.
 
+    A JSON line may be any format of the module docstring, or a shape of ``goldenset.shapes`` (detected
+    from the fields it has, or ``fmt``); a file whose first line is not JSON is read as vLLM's server log.
     Raises :class:`NoResponses` (naming file and line) when a file's first usable record has no response,
     and ``OSError`` when a file cannot be opened.
     """
-    index = 0
+    reader = _Reader(fmt, category_field, rules)
     for path in log_files(sources):
         file = os.fspath(path)
         seen_response = False
+        text_log: bool | None = None if fmt in ("auto", "vllm") else False
+        vllm_lines = 0
         with inputs.open_input(path) as fh:
             for number, (raw, size) in enumerate(inputs.bounded_lines(fh, MAX_LINE_BYTES), start=1):
                 if on_bytes is not None:
                     on_bytes(size)
                 if raw is None:
-                    index += 1
+                    reader.index += 1
                     yield Problem(file, number, f"a line of {size:,} bytes, more than {MAX_LINE_BYTES:,}")
                     continue
                 if not raw.strip():
                     continue
-                position = index
-                index += 1
                 try:
                     text = raw.decode("utf-8").removeprefix("\ufeff")
                 except UnicodeDecodeError as e:
+                    reader.index += 1
                     yield Problem(file, number, f"not valid UTF-8 (byte 0x{raw[e.start]:02x})")
                     continue
-                if number == 1 and text.lstrip().startswith("["):
-                    yield Problem(
-                        file,
-                        None,
-                        "a JSON array; replay reads JSONL, one record a line (jq -c '.[]' converts)",
-                    )
-                    break
-                try:
-                    obj = jsonsafe.loads(text)
-                except json.JSONDecodeError as e:
-                    yield Problem(file, number, f"invalid JSON ({e.msg} at column {e.colno})")
-                    continue
-                if not isinstance(obj, Mapping):
-                    yield Problem(file, number, "expected a JSON object")
-                    continue
-                try:
-                    request = parse_logged(
-                        obj, file, number, position, fmt=fmt, category_field=category_field, rules=rules
-                    )
-                except NoResponses as e:
-                    if not seen_response:
-                        raise NoResponses(f"{file}:{number}: {e}") from None
-                    yield Problem(file, number, str(e).split(":")[0])
-                    continue
-                except RecordError as e:
-                    yield Problem(file, number, str(e))
-                    continue
-                seen_response = True
-                yield request
+                if text_log is None:
+                    text_log = fmt == "vllm" or not shapes.is_json_text(text)
+                if text_log:
+                    vline = shapes.vllm_log_line(text)
+                    if vline is None:
+                        continue  # a startup or metrics line: not a request
+                    vllm_lines += 1
+                    parts = reader.vllm.setdefault(vline.request_id, [])
+                    parts.append(vline)
+                    if vline.kind != "output":
+                        continue
+                    del reader.vllm[vline.request_id]
+                    items: list[tuple[Mapping[str, Any], str]] = [(shapes.vllm_record(parts), "openai")]
+                else:
+                    if number == 1 and text.lstrip().startswith("["):
+                        reader.index += 1
+                        yield Problem(
+                            file,
+                            None,
+                            "a JSON array; replay reads JSONL, one record a line (jq -c '.[]' converts)",
+                        )
+                        break
+                    try:
+                        obj = jsonsafe.loads(text)
+                    except json.JSONDecodeError as e:
+                        reader.index += 1
+                        yield Problem(file, number, f"invalid JSON ({e.msg} at column {e.colno})")
+                        continue
+                    if not isinstance(obj, Mapping):
+                        reader.index += 1
+                        yield Problem(file, number, "expected a JSON object")
+                        continue
+                    try:
+                        items = reader.records(obj, file, number)
+                    except (RecordError, shapes.ShapeError) as e:
+                        reader.index += 1
+                        yield Problem(file, number, str(e))
+                        continue
+                for record, record_fmt in items:
+                    try:
+                        request = reader.parse(record, file, number, record_fmt)
+                    except NoResponses as e:
+                        if not seen_response:
+                            raise NoResponses(f"{file}:{number}: {e}") from None
+                        yield Problem(file, number, str(e).split(":")[0])
+                        continue
+                    except RecordError as e:
+                        yield Problem(file, number, str(e))
+                        continue
+                    seen_response = True
+                    yield request
+        if text_log and not vllm_lines:
+            yield Problem(file, None, "neither JSONL nor vLLM's request log (no 'Generated response' line)")
+    yield from reader.leftovers()

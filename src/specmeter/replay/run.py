@@ -26,7 +26,7 @@ from time import perf_counter
 from typing import Any
 
 from specmeter import inputs, jsonsafe
-from specmeter.goldenset.categorize import RulesError, load_rules
+from specmeter.goldenset.categorize import CategoryRules, RulesError, load_rules
 from specmeter.goldenset.formats import Problem
 from specmeter.inputs import InputError
 from specmeter.measuring.progress import Reporter, Silent
@@ -151,9 +151,15 @@ class LogTally:
     beyond_limit: int = 0
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)  # bad lines by reason (the first 1,000 reasons)
     flags: Counter[str] = field(default_factory=Counter)
     flagged: list[dict[str, str]] = field(default_factory=list)
     not_canonical: int = 0
+    category_missing: int = 0  # requests --category-field found no value in
+    warmup_marked: int = 0  # `load`'s warm-up requests, left out (not traffic)
+    retokenized: int = 0  # responses logged as text only, encoded with the target's tokenizer
+    engine_figures: int = 0  # measured requests whose log holds the engine's own speculative figures
+    engine_listed: list[dict[str, Any]] = field(default_factory=list)  # the first MAX_LISTED of them
     models: Counter[str] = field(default_factory=Counter)
     greedy: int = 0
     sampled: int = 0
@@ -162,6 +168,8 @@ class LogTally:
     def problem(self, p: Problem) -> None:
         self.records += 1
         self.problem_count += 1
+        if p.reason in self.reasons or len(self.reasons) < 1000:
+            self.reasons[p.reason] += 1
         if len(self.problems) < MAX_LISTED:
             self.problems.append(p)
 
@@ -183,6 +191,11 @@ class LogTally:
             "set_aside": dict(self.flags),
             "set_aside_listed": self.flagged,
             "not_canonical": self.not_canonical,
+            "category_missing": self.category_missing,
+            "warmup_marked": self.warmup_marked,
+            "retokenized": self.retokenized,
+            "engine_figures": self.engine_figures,
+            "engine_listed": self.engine_listed,
             "models": dict(self.models),
             "temperature": {
                 "greedy": self.greedy,
@@ -268,6 +281,54 @@ def _runs(
     return runs
 
 
+def _beside_engine(
+    ident: str, source: str, engine: Mapping[str, Any], rows: Mapping[tuple[str, int], Sequence[Row]]
+) -> dict[str, Any]:
+    """A request's own speculative figures as its engine logged them (SGLang's ``meta_info`` ``spec_*``),
+    beside each (method, k)'s replayed counts of the same request (its last row: the one just walked)."""
+    replayed = {}
+    for (label, k), part in rows.items():
+        steps = part[-1].steps
+        drafting = sum(n for d, _, _, _, n in steps if d > 0)
+        replayed[run_label(label, k)] = {
+            "drafted": sum(d * n for d, _, _, _, n in steps),
+            "accepted": sum(a * n for _, a, _, _, n in steps),
+            "steps": drafting,
+        }
+    return {"id": ident, "source": source, "engine": dict(engine), "replayed": replayed}
+
+
+def spread(counts: Mapping[str, int], n: int) -> dict[str, int]:
+    """``n`` requests shared out across categories as evenly as their counts allow: the smallest categories
+    give all they have, the rest split what is left equally (a category's share is never above its count)."""
+    out: dict[str, int] = {}
+    left = n
+    ordered = sorted(counts.items(), key=lambda item: (item[1], item[0]))
+    for i, (category, count) in enumerate(ordered):
+        share = min(count, -(-left // (len(ordered) - i)))
+        out[category] = share
+        left -= share
+    return out
+
+
+def limit_quotas(cfg: ReplayConfig, rules: CategoryRules | None) -> dict[str, int]:
+    """``--limit N`` as a count per category (:func:`spread`), from one read of the log's requests (not
+    tokenized: a request set aside later leaves its category's share short)."""
+    assert cfg.limit is not None
+    counts: Counter[str] = Counter()
+    try:
+        for item in iter_log(cfg.sources, fmt=cfg.fmt, category_field=cfg.category_field, rules=rules):
+            if isinstance(item, Problem) or item.warmup:
+                continue
+            if item.model is None or item.model == cfg.model_name:
+                counts[item.category] += 1
+    except NoResponses as e:
+        raise ReplayError(str(e)) from None
+    except OSError as e:
+        raise ReplayError(f"--from: cannot read ({e})") from None
+    return spread(counts, cfg.limit)
+
+
 def replay_log(
     cfg: ReplayConfig,
     checks: TokenChecks,
@@ -310,6 +371,8 @@ def replay_log(
             if done // 1024 > before:
                 task.advance(done // 1024 - before)
 
+        quotas = limit_quotas(cfg, rules) if cfg.limit is not None else None
+        taken: Counter[str] = Counter()
         items = iter_log(
             cfg.sources, fmt=cfg.fmt, category_field=cfg.category_field, rules=rules, on_bytes=advance
         )
@@ -319,6 +382,11 @@ def replay_log(
                     tally.problem(item)
                     continue
                 tally.records += 1
+                if item.warmup:
+                    tally.warmup_marked += 1
+                    continue
+                if cfg.category_field is not None and not item.category_found:
+                    tally.category_missing += 1
                 if item.model is not None:
                     tally.models[item.model] += 1
                 if item.temperature is None:
@@ -333,18 +401,21 @@ def replay_log(
                     continue
                 tally.usable += 1
                 tally.not_canonical += prepared.not_canonical
+                tally.retokenized += item.output_ids is None
                 position = usable
                 usable += 1
                 measured = position >= cfg.warm and (position - cfg.warm) % shard_n == shard_i
                 if position < cfg.warm:
                     tally.warm += 1
-                elif cfg.limit is not None and position - cfg.warm >= cfg.limit:
+                elif quotas is not None and taken[item.category] >= quotas.get(item.category, 0):
                     tally.beyond_limit += 1
-                    if not learners:
+                    if not learners and sum(taken.values()) >= sum(quotas.values()):
                         break
                     measured = False
-                elif not measured:
-                    tally.other_shards += 1
+                else:
+                    taken[item.category] += 1  # within --limit's share of its category
+                    if not measured:
+                        tally.other_shards += 1
                 if not measured:
                     for proposer in learners:
                         proposer.absorb(prepared.prompt, prepared.response)
@@ -354,8 +425,15 @@ def replay_log(
                     w = walk(
                         proposer, prepared.prompt, prepared.response, k=k, max_tokens=prepared.max_tokens,
                         eos_ids=checks.eos_ids, request_id=item.id, category=item.category,
+                        draft_rule=cfg.draft_rule,
                     )  # fmt: skip
                     rows[(label, k)].append(_row(position, item.source, w.record, w.past_end))
+                if item.engine_spec:
+                    tally.engine_figures += 1
+                    if len(tally.engine_listed) < MAX_LISTED:
+                        tally.engine_listed.append(
+                            _beside_engine(item.id, item.source, item.engine_spec, rows)
+                        )
         except NoResponses as e:
             raise ReplayError(str(e)) from None
         except OSError as e:
@@ -485,7 +563,17 @@ def _nothing(cfg: ReplayConfig, t: LogTally) -> ReplayError:
         )
     return ReplayError(
         f"{where}: no usable request ({t.problem_count} bad lines, {sum(t.flags.values())} set aside)"
+        + _first_reasons(t)
     )
+
+
+def _first_reasons(t: LogTally, shown: int = 3) -> str:
+    """The commonest reasons lines were bad or set aside, with their counts: '; 60× field …'."""
+    counts = Counter(t.reasons)
+    counts.update({f"set aside ({flag})": n for flag, n in t.flags.items()})
+    if not counts:
+        return ""
+    return "; " + "; ".join(f"{n}× {reason}" for reason, n in counts.most_common(shown))
 
 
 # ------------------------------------------------------------------------------------------- merge

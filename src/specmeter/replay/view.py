@@ -150,6 +150,38 @@ def cost_notes(costs: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _engine_table(log: Mapping[str, Any]) -> Table | None:
+    """The engine's own per-request speculative figures beside replay's (SGLang's ``spec_*`` fields)."""
+    listed = log.get("engine_listed") or []
+    if not listed:
+        return None
+    labels = list((listed[0].get("replayed") or {}).keys())
+    shown = len(listed)
+    table = Table(
+        title=f"The engine's own figures beside replay's, per request ({shown} of "
+        f"{fmt_int(log.get('engine_figures'))})",
+        title_justify="left",
+    )
+    table.add_column("request")
+    table.add_column("engine (logged)")
+    for label in labels:
+        table.add_column(f"{label}: accepted/drafted, τ", justify="right")
+    for item in listed:
+        engine = ", ".join(
+            f"{k.removeprefix('spec_')} {fmt_num(v) if isinstance(v, float) else v}"
+            for k, v in (item.get("engine") or {}).items()
+            if isinstance(v, (int, float))
+        )
+        cells = []
+        for label in labels:
+            r = (item.get("replayed") or {}).get(label) or {}
+            steps = r.get("steps") or 0
+            tau = fmt_num((r.get("accepted", 0) + steps) / steps) if steps else DASH
+            cells.append(f"{fmt_int(r.get('accepted'))}/{fmt_int(r.get('drafted'))}, {tau}")
+        table.add_row(Text(str(item.get("id"))), Text(engine or DASH), *cells)
+    return table
+
+
 def render_replay(result: Mapping[str, Any], console: Console) -> None:
     """Print a replay result (``specmeter replay``, and ``--merge``)."""
     console.print(_header(result))
@@ -168,6 +200,28 @@ def render_replay(result: Mapping[str, Any], console: Console) -> None:
             ),
             soft_wrap=True,
         )
+    missing, field = log.get("category_missing"), (dig(result, "run", "config") or {}).get("category_field")
+    if missing:
+        console.print(
+            Text(
+                f"warning: --category-field {field} matched no value in {fmt_int(missing)} of "
+                f"{fmt_int(log.get('records'))} requests (counted as uncategorised)",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
+    if log.get("retokenized"):
+        console.print(
+            Text(
+                f"{fmt_int(log['retokenized'])} responses were logged as text only: re-tokenized with the "
+                "target's tokenizer (prompts rendered with its chat template), and checked to decode back.",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
+    engine = _engine_table(log)
+    if engine is not None:
+        console.print(engine)
     if log.get("not_canonical"):
         console.print(
             Text(

@@ -56,11 +56,16 @@ def walk(
     eos_ids: Collection[int],
     request_id: str,
     category: str,
+    draft_rule: str = "specmeter",
 ) -> Walk:
     """Replay ``response`` (the target's tokens after ``prompt``, EOS included when it ended there).
 
     ``max_tokens`` is the request's limit (the response's length when it ended by length). The record's
-    times are zero: replay measures acceptance, not time.
+    times are zero: replay measures acceptance, not time. ``draft_rule`` is the draft length near the
+    limit: ``specmeter`` (the live loop's d = min(k, max_tokens − emitted − 1)) or ``vllm`` (vLLM drafts k
+    at every step, verifies all of them and counts those accepted, then cuts the output at max_tokens; its
+    counters count the drafts past the limit). Past the logged response the target's choices are unknown:
+    acceptance stops there and the step is counted in ``past_end``, as at EOS.
     """
     if not prompt or not response:
         raise ValueError("replay needs a prompt and a response of at least one token each")
@@ -82,7 +87,7 @@ def walk(
         proposer.commit(new)
         if reason == "eos" or t >= max_tokens or t >= n:
             break
-        d = min(k, max_tokens - t - 1)
+        d = k if draft_rule == "vllm" else min(k, max_tokens - t - 1)
         draft = proposer.propose(context, d)[:d] if d > 0 else []
         d = len(draft)
         a = 0
@@ -94,6 +99,7 @@ def walk(
             new = list(draft[:a])
         else:
             new = [*draft[:a], int(response[t + a])]
+        new = new[: max_tokens - t]  # vLLM's rule drafts past the limit; the output stops at it
         emitted = len(new)
         for i, tok in enumerate(new):
             if tok in eos_ids:

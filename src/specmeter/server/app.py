@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from specmeter.metrics.records import Emission, RequestRecord
+from specmeter.metrics.warmup import is_warmup
 from specmeter.report.files import RequestSink
 from specmeter.server.engine import Decoding, GenerationResult, ServingEngine
 from specmeter.server.messages import stream_message
@@ -206,7 +207,8 @@ class _Server:
 
 def _log_fields(parsed: ParsedRequest, prompts: bool) -> dict[str, Any]:
     """The request's own fields in the request log: ``domain`` and ``tenant`` (from OpenAI's ``metadata``
-    keys of those names; ``tenant`` falls back to ``user``), the sampling temperature, all of ``metadata``,
+    keys of those names; ``tenant`` falls back to ``user``), the sampling temperature, ``warmup`` for `load`'s
+    warm-up requests (``metadata.specmeter_warmup``), all of ``metadata``,
     and with ``--log-prompts`` the prompt or messages."""
     metadata = dict(parsed.metadata)
     out: dict[str, Any] = {"temperature": parsed.temperature}
@@ -215,6 +217,8 @@ def _log_fields(parsed: ParsedRequest, prompts: bool) -> dict[str, Any]:
         out["domain"] = domain
     if tenant:
         out["tenant"] = tenant
+    if is_warmup({"metadata": metadata}):
+        out["warmup"] = True  # `load`'s warm-up (metrics.warmup): replay, golden and drift leave it out
     if metadata:
         out["metadata"] = metadata
     if prompts:
