@@ -11,10 +11,10 @@ step is the specmeter command a user runs, as its own process:
 2. ``specmeter replay --from LOG --method M … --k 2,4,6 --category-field domain``: every candidate's
    per-position acceptance per domain, without running the target (but for the EAGLE head's forwards);
 3. ``specmeter tune --prompts <half A> --draft D … --k 2,4,6 --k-max 6 --batch 1,B``: the cost file (the cost
-   surface t_step(B, k)), every model-based candidate passed as a ``--draft`` so that each one's proposing
-   is timed. A ``tune`` that takes one ``--draft`` refuses several: then (or with ``--single-cost-draft``)
-   only the first is timed and every model-based candidate is priced at its proposing cost (the output says
-   so);
+   surface t_step(B, k)), every candidate passed as a ``--draft`` (models first) so that each one's proposing
+   is timed: a model's surface, a model-free method's lookups on the engine's proposer. With
+   ``--single-cost-draft`` only the first is timed and the others borrow its cost (the pricing before issue
+   37, for comparison; the output says so);
 4. ``specmeter select --from replay.json --costs costs.json --batch 1`` and ``--batch B``: the pick per domain
    (method and k, or no speculation) and every candidate's predicted E per domain;
 5. ``specmeter bench --prompts <half B> --draft <every candidate> --k 2,4,6`` and the same with ``--batch B``:
@@ -232,7 +232,10 @@ def cost_file(
     p: Pipeline, args: argparse.Namespace, half_a: Mapping[str, Path]
 ) -> tuple[Path, list[str], str]:
     """Step 3: ``tune --batch`` on half A; returns (costs.json, the drafts timed, a note)."""
-    drafts = [m for m in args.methods if not model_free(m)] or args.methods[:1]
+    # Models first (tune's k sweep is the first --draft's), then the model-free methods: tune times their
+    # lookups in the loop on the engine's own proposers, the ones bench runs (replay's indexed n-gram and
+    # suffix walk are faster than the engine's, so replay's own lookup time would price them too cheap).
+    drafts = [m for m in args.methods if not model_free(m)] + [m for m in args.methods if model_free(m)]
     costs = p.folder / "costs.json"
 
     def argv(chosen: Sequence[str]) -> list[str]:
@@ -456,7 +459,7 @@ def pipeline(p: Pipeline, args: argparse.Namespace) -> dict[str, Any]:
     keys = [(label_of(m), k) for m in args.methods for k in args.k]
     cases = {d: {b: decide(keys, chosen[b][d], truth[b][d]) for b in batches} for d in DOMAINS}
     timed_labels = [label_of(d) for d in timed]
-    priced = [label_of(m) for m in args.methods if not model_free(m)]
+    priced = [label_of(m) for m in args.methods]
     print(
         f"\ncost file: tune timed {', '.join(short(x) for x in timed_labels)}"
         + (
