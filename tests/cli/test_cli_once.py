@@ -70,7 +70,7 @@ def test_a_single_value_option_given_twice_is_refused(
 @pytest.mark.parametrize(
     ("path", "flag"),
     [
-        (("load",), "--prompts"),
+        (("load",), "--endpoint"),  # load takes several --prompts (as bench does)
         (("monitor",), "--history"),
         (("runs", "list"), "--store"),
         (("drift",), "--since"),

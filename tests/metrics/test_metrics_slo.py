@@ -150,6 +150,7 @@ def random_slo(rng: random.Random) -> SLO:
 
 
 @pytest.mark.parametrize("seed", range(3))
+@pytest.mark.slow  # 3.5 s or more on this VM (issue 37's stop): make test-slow, which CI runs
 def test_attainment_and_goodput_properties(seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(150):
