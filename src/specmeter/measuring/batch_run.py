@@ -204,9 +204,14 @@ def tune_batch_section(
 
 
 def load_other(m: Measurement, spec: Any) -> Any:
-    """A further tune --draft candidate, loaded beside the run's target (its proposing cost is timed)."""
-    from specmeter.measuring.models import load_models
+    """A further tune --draft candidate (its proposing cost is timed). A method is built on the run's own
+    target, whose forwards it times and reads (an EAGLE head sets the target's hidden-state capture,
+    ``layers:n`` runs its first layers); a draft directory is loaded as the run loads drafts."""
+    from specmeter.measuring.models import load_method, load_models
+    from specmeter.methods import MethodSpec
 
+    if isinstance(spec, MethodSpec):
+        return load_method(spec, m.state.target)
     _, loaded = load_models(replace(m.cfg, drafts=(spec,)))
     return loaded[0]
 
