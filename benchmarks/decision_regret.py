@@ -440,6 +440,7 @@ def pipeline(p: Pipeline, args: argparse.Namespace) -> dict[str, Any]:
         chosen[b] = predicted(json.loads(out.read_text(encoding="utf-8")), b)
     print("5. live truth on half B: bench, every candidate and the baseline interleaved", flush=True)
     truth: dict[int, Any] = {}
+    cost_only: dict[int, list[float]] = {}
     machines: dict[str, Any] = {}
     for b in batches:
         out = p.folder / f"bench-b{b}.json"
@@ -453,6 +454,7 @@ def pipeline(p: Pipeline, args: argparse.Namespace) -> dict[str, Any]:
         ])  # fmt: skip
         result = json.loads(out.read_text(encoding="utf-8"))
         truth[b] = measured(result)
+        cost_only[b] = price_held_out(costs, result, b)
         machines[f"bench B={b}"] = (result.get("hygiene") or {}).get("verdict")
     machines["tune"] = (json.loads(costs.read_text(encoding="utf-8")).get("hygiene") or {}).get("verdict")
 
@@ -474,11 +476,44 @@ def pipeline(p: Pipeline, args: argparse.Namespace) -> dict[str, Any]:
         for b in batches:
             print_case(d, b, cases[d][b])
     figures = summary(cases, batches)
+    figures["cost_only"] = cost_only_summary(cost_only)
     return {
         "cases": {d: {str(b): c for b, c in by_b.items()} for d, by_b in cases.items()},
         "summary": figures, "cost_drafts": timed_labels, "cost_note": cost_note or None,
         "machine_by_step": machines, "prompts_per_half": half,
     }  # fmt: skip
+
+
+def price_held_out(costs: Path, result: Mapping[str, Any], batch: int) -> list[float]:
+    """|E_pred / E_meas − 1| of every candidate × domain when the cost file prices half B's *own* measured
+    acceptance (its bench summaries): the cost model's error alone, without the two halves' difference in
+    acceptance (which a log of a few prompts per domain cannot avoid)."""
+    from specmeter.pricing import predictor
+
+    predict = predictor(costs)
+    errors = []
+    for c in result.get("candidates") or []:
+        for d in DOMAINS:
+            s = (c.get("by_category") or {}).get(d) or {}
+            e_meas = s.get("speedup_measured_decode")
+            row = predict([{"draft": c["draft"], "k": c["k"], "summary": s}])["rows"][0]
+            e = (row.get("e") or {}).get(str(batch))
+            if isinstance(e_meas, int | float) and e_meas > 0 and isinstance(e, int | float):
+                errors.append(abs(e / e_meas - 1.0))
+    return errors
+
+
+def cost_only_summary(cost_only: Mapping[int, Sequence[float]]) -> dict[str, Any]:
+    """Print and return the cost model's own error per B (:func:`price_held_out`)."""
+    out: dict[str, Any] = {}
+    print("the cost model alone (half B's own acceptance priced with the cost file, against its E_meas):")
+    for b, errors in cost_only.items():
+        if not errors:
+            continue
+        med, top = statistics.median(errors), max(errors)
+        print(f"  B = {b}: median |error| {med:.1%}, max {top:.1%} over {len(errors)} candidate × domain")
+        out[str(b)] = {"median": med, "max": top, "count": len(errors)}
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

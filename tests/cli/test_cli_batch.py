@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_helpers import assert_usage_error
 from typer.testing import CliRunner
 
@@ -74,3 +75,39 @@ def test_batch_option_mistakes(tiny) -> None:
     assert_usage_error(_run("bench", *base, "--batch", 0), "--batch")
     assert_usage_error(_run("tune", *base, "--batch", "1,x"), "--batch")
     assert_usage_error(_run("tune", *base, "--batch", "1,999"), "--batch")
+
+
+@pytest.mark.slow  # the bundled target and its EAGLE head: about 15 s on 2 cores
+def test_tune_batch_times_every_candidates_own_proposing_cost(tmp_path: Path) -> None:
+    """Issue 37: several --draft with --batch — the k sweep is the first's; each model gets a surface of
+    its own (an EAGLE head and layers:n on the run's own target), a model-free method its lookup time."""
+    models = Path(__file__).resolve().parents[2] / "src" / "specmeter" / "assets" / "models"
+    out = tmp_path / "tune.json"
+    result = _run(
+        "tune", "--target", models / "target", "--draft", models / "draft-tiny",
+        "--draft", f"eagle:head={models / 'eagle-legal'}", "--draft", "layers:n=4", "--draft", "suffix",
+        "--prompts", bundled_prompts("smoke"), "--k-max", 2, "--k", "2", "--limit", 2, "--max-tokens", 16,
+        "--cost-repeats", 1, "--batch", "1,2", "--json", out, "--no-store",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    batch = data["tune"]["batch"]
+    assert set(batch["surfaces"]) == {"draft-tiny", f"eagle:head={models / 'eagle-legal'}", "layers:n=4"}
+    for section in batch["surfaces"].values():
+        assert {(p["batch"], p["k"]) for p in section["points"]} == {(b, k) for b in (1, 2) for k in range(3)}
+    assert set(batch["lookups"]) == {"suffix"} and batch["lookups"]["suffix"]["per_row_ms"] > 0
+    assert [c["draft"] for c in data["candidates"]] == ["draft-tiny"]  # the sweep is the first's alone
+    # the cost file prices each at its own: nothing is borrowed
+    from specmeter.pricing import predictor
+
+    summary = data["candidates"][0]["summary"]
+    rows = predictor(out)(
+        [{"draft": name, "k": 2, "summary": summary} for name in [*batch["surfaces"], "suffix"]]
+    )
+    assert all(r["borrowed_from"] is None for r in rows["rows"])
+
+
+def test_several_drafts_need_batch(tiny) -> None:
+    result = _run("tune", "--target", tiny.target, "--draft", tiny.draft, "--draft", "suffix",
+                  "--prompts", bundled_prompts("smoke"), "--no-store")  # fmt: skip
+    assert_usage_error(result, "--draft: tune sweeps k with one draft", "needs --batch")

@@ -20,3 +20,17 @@ def test_schedule_agreement_says_why_the_two_best_k_differ() -> None:
     batch["best_k"]["1"] = 4
     assert schedule_agreement(tune, batch) == "the schedule's k at B=1 (4) is the sweep's best measured k"
     assert schedule_agreement({}, batch) is None
+
+
+def test_schedule_agreement_when_the_surface_does_not_speculate_at_batch_one() -> None:
+    tune: dict[str, Any] = {"best_k": {"all": {"measured": {"k": 2}}},
+                            "by_k": {"all": [{"k": 2, "speedup_measured_decode": 0.80}]}}  # fmt: skip
+    batch: dict[str, Any] = {
+        "best_k": {"1": 0},
+        "table": [{"batch": 1, "by_k": [{"k": 2, "speedup_predicted": 0.87}]}],
+    }
+    assert "the sweep agrees: its best k (2) measured 0.80x, below 1" in (
+        schedule_agreement(tune, batch) or ""
+    )
+    tune["by_k"]["all"][0]["speedup_measured_decode"] = 1.2
+    assert "trust the sweep" in (schedule_agreement(tune, batch) or "")

@@ -186,12 +186,23 @@ def schedule_agreement(tune: Mapping[str, Any], batch: Mapping[str, Any]) -> str
         value = (rows.get(k) or {}).get("speedup_measured_decode")
         return float(value) if isinstance(value, int | float) else None
 
-    m_best, m_sched = meas(int(measured)), meas(int(scheduled))
-    s_best, s_sched = surface.get(int(measured)), surface.get(int(scheduled))
-
     def x(v: Any) -> str:
         return "—" if v is None else f"{v:.2f}x"
 
+    m_best, m_sched = meas(int(measured)), meas(int(scheduled))
+    s_best, s_sched = surface.get(int(measured)), surface.get(int(scheduled))
+
+    if int(scheduled) == 0:
+        if m_best is not None and m_best < 1.0:
+            return (
+                f"the schedule does not speculate at B=1, and the sweep agrees: its best k ({measured}) "
+                f"measured {x(m_best)}, below 1"
+            )
+        return (
+            f"the schedule does not speculate at B=1 (at the sweep's best, k={measured}, the surface "
+            f"predicts {x(s_best)}), but the sweep measured {x(m_best)} at k={measured}: trust the sweep's "
+            "measurement at B=1"
+        )
     text = (
         f"the schedule's k at B=1 ({scheduled}) is not the sweep's best measured k ({measured}): the sweep "
         f"measured {x(m_best)} at k={measured} and {x(m_sched)} at k={scheduled}; the surface (timed in the "
