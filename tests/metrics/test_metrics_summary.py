@@ -374,6 +374,13 @@ def test_verdict_follows_the_interval() -> None:
         "α 0.39: most drafted tokens are discarded; still 1.14x because it drafts at only 30% of the steps, "
         "where it has a match"
     ]
+    # suffix on legal in the demo: α 0.39 beside 0.99x [0.93, 1.07] is unclear, not "slower"
+    j = judge({"acceptance_rate": 0.39, "speedup_measured": 0.99, "speedup_measured_ci": [0.93, 1.07]})
+    assert j["verdict"] == "unclear"
+    assert j["warnings"] == [
+        "α 0.39: most drafted tokens are discarded; 0.99x, whose interval holds 1.00x: "
+        "no measurable gain or loss"
+    ]
     # E < 1 whose interval holds 1: still named, and the interval said
     j = judge({"acceptance_rate": 0.7, "speedup_measured": 0.97, "speedup_measured_ci": [0.9, 1.05]})
     assert j["verdict"] == "unclear" and j["danger_zone"] is True

@@ -327,9 +327,11 @@ def speedup_verdict(e: float | None, ci: Sequence[float] | None = None) -> str |
     return "pays" if e >= SPEEDUP_DANGER else "slower"
 
 
-def _alpha_effect(alpha: float, e: float, share: object) -> str:
+def _alpha_effect(alpha: float, e: float, share: object, verdict: str | None = None) -> str:
     """The α rule as a warning when a speedup is known: what low acceptance costs, and why E is what it is."""
     text = f"α {_figure(alpha, ACCEPTANCE_DANGER)}: most drafted tokens are discarded"
+    if verdict == "unclear":
+        return f"{text}; {e:.2f}x, whose interval holds 1.00x: no measurable gain or loss"
     if e < SPEEDUP_DANGER:
         return f"{text}, and speculation is slower ({e:.2f}x)"
     if isinstance(share, float | int) and share < 0.9:
@@ -359,7 +361,7 @@ def judge(
                 steps, forwards = summary.get("steps"), summary.get("target_forwards")
                 if isinstance(steps, int) and isinstance(forwards, int) and forwards:
                     share = steps / forwards
-            warnings.append(_alpha_effect(float(alpha), float(e), share))
+            warnings.append(_alpha_effect(float(alpha), float(e), share, verdict))
         else:
             reasons.append(
                 f"acceptance rate {_figure(alpha, ACCEPTANCE_DANGER)} < {ACCEPTANCE_DANGER:.2f}: "
