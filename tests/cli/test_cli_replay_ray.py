@@ -17,8 +17,8 @@ from ray_logs import write_log
 from specmeter import __version__
 from specmeter.cli.app import app
 from specmeter.replay.config import MAX_SHARDS, EmptyShard, ReplayConfig, ReplayError
+from specmeter.replay.merge import merge_shards
 from specmeter.replay.ray_run import ShardFailed, _failed, replay_shard
-from specmeter.replay.run import merge_shards
 
 runner = CliRunner()
 METHODS = ("suffix", "ngram:min=1,max=2")

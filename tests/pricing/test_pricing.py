@@ -221,6 +221,6 @@ def test_replay_lookup_is_replays_own_and_price_summary_flags_bad_counts(tmp_pat
     book = book_from(json.loads(book_file(tmp_path, {"d": {1: 1.0}}).read_text()), tmp_path)
     assert book is not None
     bad = {**summary_of([(1, 1)] * 3), "accepted_tokens": 10**6}
-    got = price_summary(book, "d", bad, 1)
+    got = price_summary(book, "d", bad, [1])[1][1]
     assert got.e is None and got.refused is not None and "accepted_tokens" in got.refused
-    assert math.isfinite(price_summary(book, "d", summary_of([(1, 1)] * 3), 1).e or math.nan)
+    assert math.isfinite(price_summary(book, "d", summary_of([(1, 1)] * 3), [1])[1][1].e or math.nan)

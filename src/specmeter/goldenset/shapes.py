@@ -289,22 +289,21 @@ def _flattened(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     return out
 
 
+def _otel_side(attrs: Mapping[str, Any], current: str, older: str) -> list[dict[str, Any]]:
+    """One side of the exchange: the current attribute (``gen_ai.input.messages``), else the older one
+    (``gen_ai.prompt``) as one value, else the older one flattened (``gen_ai.prompt.0.content`` …)."""
+    for key in (current, older):
+        if key in attrs:
+            return _otel_messages(attrs[key], key)
+    return _flattened(attrs, older)
+
+
 def _otel_span(span: Mapping[str, Any], resource: Mapping[str, Any]) -> dict[str, Any] | None:
     attrs = _attributes(span)
     if not any(k.startswith("gen_ai.") for k in attrs):
         return None  # not a GenAI span (an HTTP span of the same trace): not a request
-    if "gen_ai.input.messages" in attrs:
-        inputs = _otel_messages(attrs["gen_ai.input.messages"], "gen_ai.input.messages")
-    elif "gen_ai.prompt" in attrs:
-        inputs = _otel_messages(attrs["gen_ai.prompt"], "gen_ai.prompt")
-    else:
-        inputs = _flattened(attrs, "gen_ai.prompt")
-    if "gen_ai.output.messages" in attrs:
-        outputs = _otel_messages(attrs["gen_ai.output.messages"], "gen_ai.output.messages")
-    elif "gen_ai.completion" in attrs:
-        outputs = _otel_messages(attrs["gen_ai.completion"], "gen_ai.completion")
-    else:
-        outputs = _flattened(attrs, "gen_ai.completion")
+    inputs = _otel_side(attrs, "gen_ai.input.messages", "gen_ai.prompt")
+    outputs = _otel_side(attrs, "gen_ai.output.messages", "gen_ai.completion")
     if not inputs:
         raise ShapeError(
             "span attributes: no gen_ai.input.messages (nor gen_ai.prompt): content not captured"

@@ -38,6 +38,7 @@ __all__ = [
     "candidate_key",
     "is_model_free",
     "read_cost_file",
+    "walk_nodes",
 ]
 
 MS = 1000.0
@@ -210,16 +211,17 @@ class CostBook:
         return ProposeCost("borrowed", source=first, surface=self.surfaces[first])
 
 
-def _walk(obj: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
+def walk_nodes(obj: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
+    """Every object inside a JSON value, depth first (12 levels at most: a result is shallower)."""
     if depth > 12:
         return
     if isinstance(obj, Mapping):
         yield obj
         for v in obj.values():
-            yield from _walk(v, depth + 1)
+            yield from walk_nodes(v, depth + 1)
     elif isinstance(obj, list):
         for v in obj:
-            yield from _walk(v, depth + 1)
+            yield from walk_nodes(v, depth + 1)
 
 
 def _number(value: Any, where: str, lo: float, hi: float, *, integer: bool = False) -> float:
@@ -305,7 +307,7 @@ def book_from(data: Any, path: Path) -> CostBook | None:
     surfaces: dict[str, CostSurface] = {}
     lookups: dict[str, float] = {}
     by_batch: dict[str, dict[int, float]] = {}
-    for node in _walk(data):
+    for node in walk_nodes(data):
         many = node.get("surfaces")
         if isinstance(many, Mapping) and many:
             for name, section in many.items():

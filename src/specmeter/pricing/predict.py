@@ -27,7 +27,7 @@ that reason rather than printed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,18 +111,18 @@ def price_summary(
     book: CostBook,
     label: str,
     summary: Mapping[str, Any],
-    batch: int,
+    batches: Sequence[int],
     *,
     replay_lookup_s: float | None = None,
-) -> Priced:
-    """:func:`price` of a docs/results.md summary; a summary whose counts contradict each other is refused
-    with the field."""
+) -> tuple[ProposeCost, dict[int, Priced]]:
+    """:func:`price` of a docs/results.md summary at each batch size, its shape read and its proposing cost
+    looked up once; a summary whose counts contradict each other is refused at every B with the field."""
     cost = book.propose(label, replay_lookup_s)
     try:
         shape = StepShape.from_summary(summary)
     except StepShapeError as e:
-        return Priced(None, cost.basis, refused=f"the summary's counts: {e}")
-    return price(book, label, shape, batch, cost)
+        return cost, {b: Priced(None, cost.basis, refused=f"the summary's counts: {e}") for b in batches}
+    return cost, {b: price(book, label, shape, b, cost) for b in batches}
 
 
 def with_plain_steps(e_k: float | None, tau: float | None, f: float) -> float | None:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from specmeter.metrics.batch_surface import tau_by_k
-from specmeter.pricing.book import CostBook, CostsError, book_from, read_json
-from specmeter.pricing.predict import Priced, price_summary, with_plain_steps
+from specmeter.pricing.book import CostBook, CostsError, book_from, read_json, walk_nodes
+from specmeter.pricing.predict import price_summary, with_plain_steps
 from specmeter.pricing.whatif import surface_e
 
 __all__ = ["Predictor", "drafting_share", "predictor"]
@@ -78,18 +78,10 @@ def _book_predictor(book: CostBook) -> Predictor:
         for c in candidates:
             label, summary = str(c["draft"]), c.get("summary") or {}
             lookup = c.get("lookup_s")
-            priced: dict[str, Priced] = {
-                str(b): price_summary(
-                    book,
-                    label,
-                    summary,
-                    b,
-                    replay_lookup_s=float(lookup) if isinstance(lookup, int | float) else None,
-                )
-                for b in batches
-            }
+            replay_lookup = float(lookup) if isinstance(lookup, int | float) else None
+            cost, by_batch = price_summary(book, label, summary, batches, replay_lookup_s=replay_lookup)
+            priced = {str(b): p for b, p in by_batch.items()}
             any_priced = next(iter(priced.values()))
-            cost = book.propose(label, float(lookup) if isinstance(lookup, int | float) else None)
             rows.append({
                 "draft": c["draft"], "k": int(c["k"]),
                 "e": {b: p.e for b, p in priced.items()},
@@ -113,9 +105,7 @@ def _book_predictor(book: CostBook) -> Predictor:
 
 
 def _whatif_section(data: Any) -> Mapping[str, Any] | None:
-    from specmeter.pricing.book import _walk
-
-    for node in _walk(data):
+    for node in walk_nodes(data):
         cells = node.get("cells")
         if isinstance(cells, list) and cells:
             first = cells[0]

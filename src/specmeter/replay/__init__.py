@@ -6,6 +6,7 @@ cache and the draft-model methods import the engine when they are built).
 """
 
 from specmeter.replay.config import ReplayConfig, ReplayError, parse_shard
-from specmeter.replay.run import merge_results, replay_log, run_replay
+from specmeter.replay.merge import merge_results
+from specmeter.replay.run import replay_log, run_replay
 
 __all__ = ["ReplayConfig", "ReplayError", "merge_results", "parse_shard", "replay_log", "run_replay"]

@@ -2,7 +2,7 @@
 
 Each task is exactly ``replay --shard i/N``: :func:`replay_shard` runs
 :func:`~specmeter.replay.run.replay_from`, the path of every replay, on the shard's config. The driver
-gathers the N shard results as they finish and merges them with :func:`~specmeter.replay.run.merge_shards`,
+gathers the N shard results as they finish and merges them with :func:`~specmeter.replay.merge.merge_shards`,
 the function behind ``--merge``, so the merged figures are the single run's (docs/replay.md, "Past one
 machine"). Nothing is merged or written until every shard has come back.
 
@@ -27,7 +27,8 @@ from typing import Any
 from specmeter import __version__
 from specmeter.measuring.progress import Reporter, Silent
 from specmeter.replay.config import EmptyShard, ReplayConfig, ReplayError
-from specmeter.replay.run import Row, merge_shards, replay_from
+from specmeter.replay.merge import merge_shards
+from specmeter.replay.run import Row, replay_from
 
 __all__ = ["INSTALL_HINT", "ShardFailed", "replay_on_ray", "replay_shard"]
 
