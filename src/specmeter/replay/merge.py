@@ -75,7 +75,9 @@ def _row_problem(row: Any, k: int) -> str | None:
     or None."""
     if not isinstance(row, Mapping):
         return f"expected an object, got {type(row).__name__}"
-    for key in ("i", "prompt_tokens", "output_tokens", "past_end"):
+    for key in ("i", "prompt_tokens", "output_tokens", "past_end", "past_end_drafts"):
+        if key == "past_end_drafts" and key not in row:
+            continue  # shards written before it existed
         if not _count(row.get(key), MAX_ROW_TOKENS):
             return f"field '{key}' is {row.get(key)!r}, not an integer in 0..{MAX_ROW_TOKENS}"
     for key in ("id", "category", "source"):
@@ -294,6 +296,7 @@ def merge_shards(
         "log": log,
         "exact": first["replay"].get("exact"),
         "past_end": {f"{c['draft']}@k={c['k']}": c["past_end"] for c in candidates},
+        "past_end_drafts": {f"{c['draft']}@k={c['k']}": c["past_end_drafts"] for c in candidates},
         "lookup_us_per_step": lookups,
         "costs": costs(candidates) if costs is not None else first["replay"].get("costs"),
         "merged_from": [

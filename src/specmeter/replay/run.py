@@ -74,6 +74,7 @@ class Row:
     finish: str
     steps: tuple[tuple[int, int, int, int, int], ...]  # (drafted, accepted, emitted, forwards, count)
     past_end: int
+    past_end_drafts: int = 0  # drafted tokens past the log's end at the past_end steps (walk.Walk)
 
     def record(self) -> RequestRecord:
         steps: list[StepRecord] = []
@@ -96,6 +97,7 @@ class Row:
             "i": self.index, "id": self.id, "category": self.category, "source": self.source,
             "prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens, "finish": self.finish,
             "steps": [list(s) for s in self.steps], "past_end": self.past_end,
+            "past_end_drafts": self.past_end_drafts,
         }  # fmt: skip
 
     @classmethod
@@ -104,7 +106,7 @@ class Row:
             int(d["i"]), str(d["id"]), str(d["category"]), str(d["source"]), int(d["prompt_tokens"]),
             int(d["output_tokens"]), str(d["finish"]),
             tuple((int(s[0]), int(s[1]), int(s[2]), int(s[3]), int(s[4])) for s in d["steps"]),
-            int(d["past_end"]),
+            int(d["past_end"]), int(d.get("past_end_drafts", 0)),
         )  # fmt: skip
 
 
@@ -119,12 +121,12 @@ def _step(d: int, a: int, e: int, f: int) -> StepRecord:
     return s
 
 
-def _row(index: int, source: str, record: RequestRecord, past_end: int) -> Row:
+def _row(index: int, source: str, record: RequestRecord, past_end: int, past_end_drafts: int = 0) -> Row:
     counts = Counter((s.drafted, s.accepted, s.emitted, s.draft_forwards) for s in record.steps)
     steps = tuple(sorted((*key, n) for key, n in counts.items()))
     return Row(
         index, record.id, record.category, source, record.prompt_tokens, record.output_tokens,
-        record.finish_reason, steps, past_end,
+        record.finish_reason, steps, past_end, past_end_drafts,
     )  # fmt: skip
 
 
@@ -223,8 +225,16 @@ def figures(rows: Mapping[tuple[str, int], Sequence[Row]], target: str) -> list[
         summary = _strip(summarize(run, None))
         by_category = {c: _strip(s) for c, s in summarize_by_category(run, None).items()}
         past_end = sum(r.past_end for r in ordered)
+        past_end_drafts = sum(r.past_end_drafts for r in ordered)
         out.append(
-            {"draft": label, "k": k, "summary": summary, "by_category": by_category, "past_end": past_end}
+            {
+                "draft": label,
+                "k": k,
+                "summary": summary,
+                "by_category": by_category,
+                "past_end": past_end,
+                "past_end_drafts": past_end_drafts,
+            }
         )
     return out
 
@@ -419,7 +429,8 @@ def replay_log(
                         eos_ids=checks.eos_ids, request_id=item.id, category=item.category,
                         draft_rule=cfg.draft_rule,
                     )  # fmt: skip
-                    rows[(label, k)].append(_row(position, item.source, w.record, w.past_end))
+                    row = _row(position, item.source, w.record, w.past_end, w.past_end_drafts)
+                    rows[(label, k)].append(row)
                 if item.engine_spec:
                     tally.engine_figures += 1
                     if len(tally.engine_listed) < MAX_LISTED:
@@ -444,6 +455,7 @@ def _section(
         "log": t.as_dict(),
         "exact": t.sampled == 0 and t.unknown_temperature == 0,
         "past_end": {f"{c['draft']}@k={c['k']}": c["past_end"] for c in candidates},
+        "past_end_drafts": {f"{c['draft']}@k={c['k']}": c["past_end_drafts"] for c in candidates},
         "lookup_us_per_step": {
             f"{c['draft']}@k={c['k']}": c["lookup_s"] * 1e6
             for c in candidates

@@ -10,9 +10,15 @@ token. At temperature 0 the response does not depend on the proposer, so this is
 temperature > 0, with a deterministic proposer, it is the live run in distribution (docs/metrics.md,
 "Replay").
 
-One case the log cannot settle: a draft that matches the response through its EOS and goes on. The live
-verifier would compare the tokens past EOS with the target's next choices, which nobody logged; replay
-stops the acceptance at EOS (a lower bound) and counts the step in :attr:`Walk.past_end`.
+One case the log cannot settle: a draft that matches the response through its last token and goes on. The
+live verifier would compare the tokens past the end with the target's next choices, which nobody logged;
+replay stops the acceptance there (a lower bound), counts the step in :attr:`Walk.past_end` and the
+tokens drafted past the end in :attr:`Walk.past_end_drafts`. With vLLM's rule (``draft_rule="vllm"``) a
+draft that matched every logged token up to ``max_tokens`` is counted accepted in full instead: vLLM
+verifies it whole and counts what the target accepted before cutting the output, and a draft that copied
+the response to its very limit is a copy the greedy target goes on with — in ``make test-vllm``
+(tests/real_vllm/test_vllm_replay.py, vLLM 0.32 n-gram proposers at k = 3 and 5) all 11 such tokens were
+accepted by the server. At EOS the lower bound stays: past EOS the target says nothing a draft copies.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class Walk:
 
     record: RequestRecord
     past_end: int  # steps whose draft matched through EOS and went on (acceptance there is a lower bound)
+    past_end_drafts: int = 0  # those steps' drafted tokens past the log's end: accepted or not, unknown
 
 
 # Steps of equal counts are the same frozen object: a long replay holds millions of them.
@@ -65,14 +72,17 @@ def walk(
     limit: ``specmeter`` (the live loop's d = min(k, max_tokens − emitted − 1)) or ``vllm`` (vLLM drafts k
     at every step, verifies all of them and counts those accepted, then cuts the output at max_tokens; its
     counters count the drafts past the limit). Past the logged response the target's choices are unknown:
-    acceptance stops there and the step is counted in ``past_end``, as at EOS.
+    acceptance stops there and the step is counted in ``past_end``, as at EOS — but for vLLM's rule at
+    ``max_tokens``, where a draft that copied the response to its limit is counted accepted (module
+    docstring).
     """
     if not prompt or not response:
         raise ValueError("replay needs a prompt and a response of at least one token each")
     n = len(response)
+    ended_eos = response[-1] in eos_ids
     context = list(prompt)
     steps: list[StepRecord] = []
-    past_end = 0
+    past_end = past_end_drafts = 0
     reason: FinishReason = "length"
     proposer.begin(prompt, len(prompt) + max_tokens + k + 1)  # the live loop's cache size
     new = [int(response[0])]  # the prefill's token
@@ -94,9 +104,12 @@ def walk(
         while a < d and t + a < n and draft[a] == response[t + a]:
             a += 1
         if t + a >= n:  # the draft matched through the response's last token
+            new = list(draft[:a])
             if a < d:  # and went on: what the target would have said past its end is not logged
                 past_end += 1
-            new = list(draft[:a])
+                past_end_drafts += d - a
+                if draft_rule == "vllm" and t + a >= max_tokens and not ended_eos:
+                    a = d  # counted as vLLM counts a copy that runs on past the limit (module docstring)
         else:
             new = [*draft[:a], int(response[t + a])]
         new = new[: max_tokens - t]  # vLLM's rule drafts past the limit; the output stops at it
@@ -120,4 +133,4 @@ def walk(
         steps=tuple(steps),
         finish_reason=reason,
     )
-    return Walk(record, past_end)
+    return Walk(record, past_end, past_end_drafts)
