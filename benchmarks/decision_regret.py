@@ -296,6 +296,10 @@ def predicted(select: Mapping[str, Any], batch: int) -> dict[str, Any]:
                 for r in rows
             },
             "lower_bound": {(str(r["draft"]), int(r["k"])) for r in rows if r.get("lower_bound")},
+            "ci": {
+                (str(r["draft"]), int(r["k"])): (r.get("speedup_by_batch_ci") or {}).get(str(batch))
+                for r in rows
+            },
         }
     return out
 
@@ -329,9 +333,11 @@ def decide(
     for key in keys:
         p, (m, m_e2e) = pred["e"].get(key), meas.get(key, (None, None))
         error = None if p is None or not m else p / m - 1.0
+        ci = pred.get("ci", {}).get(key)
         rows.append({
-            "draft": key[0], "k": key[1], "predicted": p, "measured": m, "measured_end_to_end": m_e2e,
-            "error": error, "lower_bound": key in pred["lower_bound"],
+            "draft": key[0], "k": key[1], "predicted": p, "predicted_ci": ci, "measured": m,
+            "measured_end_to_end": m_e2e, "error": error, "lower_bound": key in pred["lower_bound"],
+            "covered": None if ci is None or not m else ci[0] <= m <= ci[1],
         })  # fmt: skip
     pick_draft, pick_k = pick_key or (None, None)
     best_draft, best_k = best_key or (None, None)
@@ -354,15 +360,17 @@ def print_case(domain: str, batch: int, case: Mapping[str, Any]) -> None:
     print(f"\n{domain}, B = {batch}:")
     print(f"  pick  {_name(pick_key)}: predicted {_x(pick['predicted'])}, measured {_x(pick['measured'])}")
     print(f"  best  {_name(best_key)}: measured {_x(best['measured'])}    regret {regret}")
-    print(f"  {'candidate':<28} {'k':>2} {'E pred':>8} {'E meas':>8} {'error':>8}")
+    print(f"  {'candidate':<28} {'k':>2} {'E pred':>8} {'interval':>14} {'E meas':>8} {'error':>8}")
     for r in case["candidates"]:
         mark = "≥" if r["lower_bound"] else " "
         tag = "  ← pick" if (r["draft"], r["k"]) == pick_key else ""
         tag += "  ← best" if (r["draft"], r["k"]) == best_key else ""
         note = "  (not in select's table)" if r["predicted"] is None else ""
+        ci = r.get("predicted_ci")
+        interval = "—" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]" + (" " if r.get("covered") else "!")
         print(
-            f"  {short(r['draft']):<28} {r['k']:>2} {mark}{_x(r['predicted']):>7} {_x(r['measured']):>8} "
-            f"{_pct(r['error']):>8}{tag}{note}"
+            f"  {short(r['draft']):<28} {r['k']:>2} {mark}{_x(r['predicted']):>7} {interval:>14} "
+            f"{_x(r['measured']):>8} {_pct(r['error']):>8}{tag}{note}"
         )
 
 
@@ -396,6 +404,18 @@ def summary(cases: Mapping[str, Mapping[int, Mapping[str, Any]]], batches: Seque
         where = f"{short(worst[3])} k={worst[4]}, {worst[1]}, B = {worst[2]}"
         verdict = "met" if max_met else "MISSED"
         print(f"  max {worst[0]:.1%} at {where} (goal ≤ {GOAL_ERROR_MAX:.0%}: {verdict})")
+    coverage: dict[str, Any] = {}
+    for b in batches:
+        rows = [r for d in cases for r in cases[d][b]["candidates"]]
+        flags = [r["covered"] for r in rows if r.get("covered") is not None]
+        if flags:
+            coverage[str(b)] = {"covered": sum(flags), "count": len(flags)}
+    if coverage:
+        shown = ", ".join(f"B = {b}: {c['covered']} of {c['count']}" for b, c in coverage.items())
+        print(
+            "the truth inside select's 95% prediction interval (the log's acceptance sampling only; "
+            f"'!' above marks a miss): {shown}"
+        )
     return {
         "regret": {d: {str(b): r for b, r in by_b.items()} for d, by_b in regrets.items()},
         "regret_goal": GOAL_REGRET, "regret_met": regret_met,
@@ -403,7 +423,7 @@ def summary(cases: Mapping[str, Mapping[int, Mapping[str, Any]]], batches: Seque
         "error_median_met": median_met, "error_max": None if worst is None else worst[0],
         "error_max_at": None if worst is None else {"draft": worst[3], "k": worst[4], "domain": worst[1],
                                                     "batch": worst[2]},
-        "error_max_goal": GOAL_ERROR_MAX, "error_max_met": max_met,
+        "error_max_goal": GOAL_ERROR_MAX, "error_max_met": max_met, "coverage": coverage,
     }  # fmt: skip
 
 

@@ -37,10 +37,11 @@ def write_log(path: Path, n: int = 16, seed: int = 0) -> Path:
 
 def replay_result(
     target: Path, tmp_path: Path, *, methods: tuple[str, ...] = ("ngram:min=2,max=3", "suffix"),
-    ks: str = "2,4", name: str = "replay.json",
+    ks: str = "2,4", name: str = "replay.json", n: int = 16,
 ) -> Path:  # fmt: skip
-    """Run replay on :func:`write_log`'s log (categories from ``domain``); the result file's path."""
-    log = write_log(tmp_path / "serve.jsonl")
+    """Run replay on :func:`write_log`'s log of ``n`` requests (categories from ``domain``); the result
+    file's path."""
+    log = write_log(tmp_path / "serve.jsonl", n=n)
     out = tmp_path / name
     args = ["replay", "--from", str(log), "--target", str(target), "--k", ks, "--category-field", "domain"]
     for m in methods:

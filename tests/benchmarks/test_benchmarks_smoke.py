@@ -143,6 +143,7 @@ CASES = [
             "regret = 1 − E_meas(pick) / E_meas(best)",
             "goal ≤ 5% in every domain at every B",
             "prediction error |E pred / E meas − 1|",
+            "the truth inside select's 95% prediction interval",
             "what else ran (the machine sampler, the whole run)",
         ],
         [

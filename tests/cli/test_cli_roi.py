@@ -100,16 +100,37 @@ def test_roi_from_sweep(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "drop RUN" in bad.stderr
 
 
-def _whatif(tmp_path: Path) -> Path:
-    """A what-if surface: E = 0.5 + 2α at k=4, B=1; E = 0.4 + α at B=8."""
+def _whatif(tmp_path: Path, verdict: str | None = None) -> Path:
+    """A what-if surface: E = 0.5 + 2α at k=4, B=1; E = 0.4 + α at B=8 (its run judged ``verdict``)."""
     cells = [
         {"alpha": a, "k": 4, "batch": b, "e": (0.5 + 2 * a) if b == 1 else (0.4 + a)}
         for a in (0.2, 0.4, 0.6, 0.8)
         for b in (1, 8)
     ]
     path = tmp_path / "whatif.json"
-    path.write_text(json.dumps({"kind": "whatif", "whatif": {"cells": cells, "batches": [1, 8]}}))
+    data: dict[str, Any] = {"kind": "whatif", "whatif": {"cells": cells, "batches": [1, 8]}}
+    if verdict is not None:
+        data["hygiene"] = {"verdict": verdict}
+    path.write_text(json.dumps(data))
     return path
+
+
+@pytest.mark.parametrize("verdict", ["busy", "unusable", "quiet"])
+def test_roi_from_a_whatif_timed_on_a_busy_machine_says_so(tmp_path: Path, verdict: str) -> None:
+    w, out = _whatif(tmp_path, verdict), tmp_path / "roi.json"
+    res = runner.invoke(app, ["roi", "--from-whatif", str(w), "--alpha", "0.6", "--batch", "1", *SEED,
+                              "--json", str(out)], env={"COLUMNS": "200"})  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["at_alpha"]["speedup"] == pytest.approx(1.7)  # the figure stays; its trust is named
+    if verdict == "quiet":
+        assert "warnings" not in data and "judged" not in res.output
+    else:
+        assert data["warnings"] == [
+            f"whatif.json's what-if surface was timed on a machine judged {verdict}: every predicted E is "
+            "uncertain; time it again on a quiet machine"
+        ]
+        assert f"judged {verdict}" in res.output
 
 
 def _baseline_sweep(tmp_path: Path, level: str = "c=6") -> Path:

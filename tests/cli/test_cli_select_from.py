@@ -347,3 +347,29 @@ def test_whatif_alpha_from_mistakes_are_one_line_before_any_model_loads(
     ]  # fmt: skip
     for args, needles in cases:
         assert_usage_error(_run(*args), *needles)
+
+
+def test_a_picks_prediction_interval_names_what_lies_inside_it(tiny: Any, tmp_path: Path) -> None:
+    """Each domain's pick carries its 95% prediction interval (the log's acceptance sampling,
+    ``Figures.speedup_interval``) and names the candidates whose predicted E lies inside it."""
+    replayed = replay_result(tiny.target, tmp_path, n=48)
+    out, surface = tmp_path / "select.json", _surface(tmp_path / "tune.json")
+    r = _run("select", "--from", replayed, "--costs", surface, "--batch", 8, "--json", out)
+    assert r.exit_code == 0, r.output
+    s = read(out)["select"]
+    intervals = [x["speedup_by_batch_ci"]["8"] for rows in s["by_domain"].values() for x in rows]
+    assert any(ci is not None for ci in intervals), "no candidate carries a prediction interval"
+    for name, pick in s["recommendation"]["by_domain"].items():
+        if pick is None or pick["speedup_predicted_ci"] is None:
+            assert pick is None or pick["within_interval"] == []
+            continue
+        lo, hi = pick["speedup_predicted_ci"]
+        assert lo <= pick["speedup_predicted"] <= hi
+        rows = {(x["draft"], x["k"]): x["speedup_by_batch"]["8"] for x in s["by_domain"][name]}
+        inside = {(c["draft"], c["k"]) for c in pick["within_interval"]}
+        others = {key for key, e in rows.items() if key != (pick["draft"], pick["k"]) and e is not None}
+        assert inside == {key for key in others if lo <= rows[key] <= hi}
+        assert (
+            f"{name}: {pick['draft']} at k={pick['k']} ({pick['speedup_predicted']:.2f}× [{lo:.2f}, {hi:.2f}]"
+            in (" ".join(r.output.split()))
+        )

@@ -224,3 +224,26 @@ def test_replay_lookup_is_replays_own_and_price_summary_flags_bad_counts(tmp_pat
     got = price_summary(book, "d", bad, [1])[1][1]
     assert got.e is None and got.refused is not None and "accepted_tokens" in got.refused
     assert math.isfinite(price_summary(book, "d", summary_of([(1, 1)] * 3), [1])[1][1].e or math.nan)
+
+
+@pytest.mark.parametrize("kind", ["book", "whatif", "sweep"])
+def test_every_cost_source_from_a_busy_machine_is_named(tmp_path: Path, kind: str) -> None:
+    """A cost surface, what-if cells or a sweep timed on a machine judged busy: the prediction's notes say so
+    (issue 37: named wherever it is used); a quiet one says nothing of the machine."""
+    s = summary_of([(2, 1)] * 5)
+    for verdict in ("busy", "quiet"):
+        if kind == "book":
+            path = book_file(tmp_path, {"d": {1: 1.0, 2: 2.0}}, verdict=verdict)
+        else:
+            path = tmp_path / f"{kind}.json"
+            if kind == "whatif":
+                cells = [{"alpha": a, "k": 2, "batch": 1, "e": 1 + a} for a in (0.2, 0.8)]
+                data: dict[str, Any] = {"kind": "whatif", "whatif": {"cells": cells}}
+            else:
+                cells = [{"concurrency": 1, "k": 2, "e_decode": 1.3, "tau": 2.0}]
+                data = {"kind": "sweep", "sweep": {"cells": cells}}
+            data["hygiene"] = {"verdict": verdict}
+            path.write_text(json.dumps(data))
+        out = predictor(path)([{"draft": "d", "k": 2, "summary": s}])
+        named = [n for n in out["notes"] if "judged busy" in n]
+        assert len(named) == (1 if verdict == "busy" else 0), out["notes"]

@@ -138,6 +138,18 @@ def test_openai_batch_output_joined_to_its_input_on_custom_id(
     _same(data, reference)
 
 
+def test_batch_input_that_generates_nothing_is_refused(tiny: Any, tmp_path: Path) -> None:
+    g = _gateway(0)
+    lines = [
+        {"custom_id": "e", "method": "POST", "url": "/v1/embeddings", "body": {"model": "m", "input": "x"}},
+        {"custom_id": "c", "method": "POST", "url": "/v1/chat/completions", "body": g["request"]},
+        {"id": "b", "custom_id": "c", "response": {"status_code": 200, "body": g["response"]}, "error": None},
+    ]
+    data, output = _replay(tiny, tmp_path, _write(tmp_path / "batch.jsonl", lines))
+    assert data["replay"]["log"]["measured"] == 1 and data["replay"]["log"]["bad_lines"] == 1
+    assert "/v1/embeddings generates no tokens" in output
+
+
 def test_batch_output_without_its_input_says_so(tiny: Any, tmp_path: Path) -> None:
     outputs = [
         {"id": "b", "custom_id": f"t{i}", "response": {"status_code": 200, "body": _gateway(i)["response"]}}
@@ -262,6 +274,97 @@ def test_otel_genai_spans_in_otlp_json(tiny: Any, tmp_path: Path, reference: tup
     }
     second = {"resourceSpans": [{"scopeSpans": [{"spans": [_span(2, False), _span(3, True)]}]}]}
     data, _ = _replay(tiny, tmp_path, _write(tmp_path / "spans.jsonl", [export, second]))
+    _same(data, reference)
+
+
+def _older_span(i: int, how: str) -> dict[str, Any]:
+    """The content as semconv ≤ 1.27 and OpenLLMetry wrote it: on span events, as the spec's Python repr,
+    or flattened with OpenAI's parts as JSON text."""
+    ident, domain, prompt, answer = REQUESTS[i]
+    attrs = [
+        _attr("gen_ai.request.model", "target"),
+        _attr("gen_ai.request.temperature", 0.0),
+        _attr("gen_ai.request.max_tokens", 64),
+        _attr("gen_ai.response.id", ident),
+        _attr("domain", domain),
+    ]
+    span: dict[str, Any] = {"traceId": "cd" * 16, "spanId": f"{i:016x}", "name": "chat", "attributes": attrs}
+    user, assistant = [{"role": "user", "content": prompt}], [{"role": "assistant", "content": answer}]
+    if how == "events":
+        span["events"] = [
+            {"name": "gen_ai.content.prompt", "attributes": [_attr("gen_ai.prompt", json.dumps(user))]},
+            {
+                "name": "gen_ai.content.completion",
+                "attributes": [_attr("gen_ai.completion", json.dumps(assistant))],
+            },
+        ]
+    elif how == "repr":
+        attrs += [_attr("gen_ai.prompt", repr(user)), _attr("gen_ai.completion", repr(assistant))]
+    else:
+        attrs += [
+            _attr("gen_ai.prompt.0.role", "user"),
+            _attr("gen_ai.prompt.0.content", json.dumps([{"type": "text", "text": prompt}])),
+            _attr("gen_ai.completion.0.role", "assistant"),
+            _attr("gen_ai.completion.0.content", answer),
+            _attr("gen_ai.completion.0.finish_reason", "stop"),
+        ]
+    return span
+
+
+@pytest.mark.parametrize("how", ["events", "repr", "flattened-parts"])
+def test_otel_spans_of_older_conventions(
+    tiny: Any, tmp_path: Path, reference: tuple[Any, ...], how: str
+) -> None:
+    spans = [_older_span(i, how) for i in range(4)]
+    if how != "flattened-parts":  # these carry the reason as gen_ai.response.finish_reasons
+        for span in spans:
+            span["attributes"].append(
+                {
+                    "key": "gen_ai.response.finish_reasons",
+                    "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}},
+                }
+            )
+    export = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    data, _ = _replay(tiny, tmp_path, _write(tmp_path / f"spans-{how}.jsonl", [export]))
+    _same(data, reference)
+
+
+def test_a_reasoning_part_is_refused_by_name(tiny: Any, tmp_path: Path) -> None:
+    span = _span(0, False)
+    out = [{"role": "assistant", "finish_reason": "stop", "parts": [{"type": "reasoning", "content": "hm"}]}]
+    span["attributes"] = [a for a in span["attributes"] if a["key"] != "gen_ai.output.messages"]
+    span["attributes"].append(_attr("gen_ai.output.messages", json.dumps(out)))
+    log = _write(tmp_path / "reasoning.jsonl", [{"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}])
+    result = runner.invoke(
+        app, ["replay", "--from", str(log), "--target", str(tiny.target), "--method", "ngram", "--no-store"]
+    )
+    assert result.exit_code != 0
+    assert "a reasoning part (only text can be replayed)" in result.output, result.output
+
+
+def test_langfuse_v2_rows_and_ai_sdk_parameters(
+    tiny: Any, tmp_path: Path, reference: tuple[Any, ...]
+) -> None:
+    """v2 rows (``providedModelName``, parameters as text, the AI SDK's ``maxTokens`` and ``finishReason``)
+    and OTel-ingested rows (semconv parts): replayed as the gateway lines, the finish reason included."""
+    rows = []
+    for i in range(4):
+        _, domain, prompt, answer = REQUESTS[i]
+        row: dict[str, Any] = {
+            "id": f"obs-{i}", "traceId": f"t-{i}", "type": "GENERATION", "providedModelName": "target",
+            "tags": [f"domain:{domain}"],
+        }  # fmt: skip
+        if i % 2:
+            row["modelParameters"] = {"temperature": "0", "maxTokens": "64", "finishReason": "stop"}
+            row["input"] = [{"role": "user", "content": prompt}]
+            row["output"] = {"role": "assistant", "content": answer}
+        else:
+            row["modelParameters"] = {"temperature": 0, "max_tokens": 64}
+            row["metadata"] = {"finish_reason": "stop"}
+            row["input"] = [{"role": "user", "parts": [{"type": "text", "content": prompt}]}]
+            row["output"] = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+        rows.append(row)
+    data, _ = _replay(tiny, tmp_path, _write(tmp_path / "langfuse-v2.jsonl", rows))
     _same(data, reference)
 
 

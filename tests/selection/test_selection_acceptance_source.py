@@ -113,3 +113,39 @@ def test_a_real_replay_result_pools_and_prices_like_its_summaries(tiny: Any, tmp
         source.candidate("eagle@4")
     with pytest.raises(AcceptanceSourceError, match="several candidates"):
         source.candidate(None)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_speedups_prediction_interval_follows_the_acceptance_sampling(seed: int) -> None:
+    """Figures.speedup_interval: E scaled by the tokens per forward at τ's interval widened by √2 (a second
+    sample's mean varies as much as the first's); it holds E, widens with τ's interval, and is None without
+    one. Statistical check: over 300 pairs of independent samples of the same random traffic, the second
+    sample's tokens per forward lies in the first's interval (E ∝ tokens per forward at a fixed step price)
+    about 95% of the time, far more than the bare interval of the mean gives."""
+    rng = random.Random(seed)
+    k = 4
+    population = _random_run(rng, k).requests  # a traffic to draw samples from
+
+    def sample() -> Figures:
+        reqs = tuple(rng.choice(population) for _ in range(40))
+        return figures_of(summarize(RunRecord(INFO, INFO, k, 0.0, 1.0, reqs), None))
+
+    first = sample()
+    assert first.speedup_interval(None) is None
+    lo, hi = first.speedup_interval(2.0) or [0.0, 0.0]
+    assert lo <= 2.0 <= hi and hi - lo > 0
+    bare = Figures(**{**first.__dict__, "tau_ci": None})
+    assert bare.speedup_interval(2.0) is None
+    per_forward = lambda f: f.tokens / f.forwards  # noqa: E731 (decode tokens per target forward, roughly)
+    covered = bare_covered = 0
+    for _ in range(300):
+        a, b = sample(), sample()
+        e = per_forward(a)
+        lo, hi = a.speedup_interval(e) or [e, e]
+        covered += lo <= per_forward(b) <= hi
+        assert a.tau_ci is not None and a.acceptance_length is not None
+        f = a.drafting_share or 0.0
+        narrow = [e * (f * t + 1 - f) / (f * a.acceptance_length + 1 - f) for t in a.tau_ci]
+        bare_covered += narrow[0] <= per_forward(b) <= narrow[1]
+    assert covered >= 0.85 * 300, covered
+    assert covered > bare_covered

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from specmeter.cli.common import (
     check_outputs,
@@ -102,8 +103,10 @@ def read_sweep(path: Path) -> dict[str, Any]:
     return result
 
 
-def read_whatif(path: Path) -> dict[str, Any]:
-    """``--from-whatif``'s what-if section, checked (every cell's α, k and B) before the surface is read."""
+def read_whatif(path: Path) -> tuple[dict[str, Any], str | None]:
+    """``--from-whatif``'s what-if section, checked (every cell's α, k and B) before the surface is read,
+    and the line its machine verdict calls for (a run judged busy or unusable), or None."""
+    from specmeter.pricing.book import machine_warning, result_verdict
     from specmeter.report.validate import validate_whatif
 
     result = read_json_option(path, "--from-whatif")
@@ -121,7 +124,7 @@ def read_whatif(path: Path) -> dict[str, Any]:
             f"--from-whatif: {path} is not a whatif result with measured cells (kind {kind!r}); "
             "run specmeter whatif --json"
         )
-    return dict(result["whatif"])
+    return dict(result["whatif"]), machine_warning(result_verdict(result), f"{path.name}'s what-if surface")
 
 
 def roi_from_sweep(
@@ -163,7 +166,7 @@ def roi_from_whatif(
     from specmeter.selection.view_whatif_roi import render_whatif_roi
     from specmeter.selection.whatif_roi import baseline_capacity, price_whatif
 
-    section = read_whatif(path)
+    section, machine = read_whatif(path)
     base = None
     if capacity is not None:
         sweep = None if capacity.sweep is None else read_sweep(capacity.sweep)
@@ -174,8 +177,12 @@ def roi_from_whatif(
         section, ValueError,
     )  # fmt: skip
     render_whatif_roi(answer, console)
+    data = answer.data
+    if machine is not None:
+        console.print(f"[yellow]warning: {escape(machine)}[/]", soft_wrap=True)
+        data = {**data, "warnings": [machine]}
     if json_out is not None:
-        write_json_atomic(json_out, answer.data, marker="roi")
+        write_json_atomic(json_out, data, marker="roi")
 
 
 @shared(tail=STORE)

@@ -12,25 +12,35 @@ request body, "metadata"}, "response": {OpenAI response body}}`` (plus ``prompt_
   (``LiteLLM_SpendLogs``: ``request_id``, ``messages``, ``response``, ``proxy_server_request``,
   ``request_tags``, ``metadata``; JSON columns may be strings) read the same way.
 - ``otel``: OpenTelemetry GenAI spans in OTLP JSON (``resourceSpans[].scopeSpans[].spans[]``, attribute
-  values as ``{"stringValue"|"intValue"|"doubleValue"|"arrayValue"}``), semantic conventions for GenAI
-  spans v1.37+: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON: role, ``parts`` of
-  ``{"type": "text", "content"}``, ``finish_reason``), ``gen_ai.system_instructions``,
-  ``gen_ai.request.model`` / ``temperature`` / ``max_tokens``, ``gen_ai.response.finish_reasons``; and the
-  older ``gen_ai.prompt`` / ``gen_ai.completion`` (a JSON list of ``{role, content}``, or OpenLLMetry's
-  flattened ``gen_ai.prompt.0.role`` / ``.content``). A line may hold several spans.
-- ``batch``: OpenAI Batch API files (platform.openai.com/docs/guides/batch, API reference "The request
-  output object"): an output line ``{"id", "custom_id", "response": {"status_code", "request_id",
-  "body"}, "error"}`` joined on ``custom_id`` with its input line ``{"custom_id", "method", "url",
-  "body"}`` (``replay.logs`` holds one half until the other arrives, in either order or file).
+  values as ``{"stringValue"|"intValue" (a decimal string)|"doubleValue"|"boolValue"|"arrayValue"|
+  "kvlistValue"}``; opentelemetry-proto ``common/v1/common.proto``), semantic conventions for GenAI
+  (open-telemetry/semantic-conventions v1.37.0 and v1.38.0, ``model/gen-ai/registry.yaml`` and
+  ``docs/gen-ai/gen-ai-{input,output}-messages.json``): ``gen_ai.input.messages`` /
+  ``gen_ai.output.messages`` (since v1.37; role, ``parts`` of ``{"type": "text", "content"}``, an
+  output's ``finish_reason``; as a structured value or its JSON text), ``gen_ai.system_instructions``,
+  ``gen_ai.request.model`` / ``temperature`` / ``max_tokens``, ``gen_ai.response.finish_reasons`` /
+  ``id`` / ``model``. Before v1.37 (deprecated, "removed, no replacement"): ``gen_ai.prompt`` /
+  ``gen_ai.completion``, in v1.27 attributes of the span events ``gen_ai.content.prompt`` /
+  ``gen_ai.content.completion``, as JSON or as the example's Python repr of a list of ``{role, content}``;
+  and OpenLLMetry's flattened attributes (traceloop/openllmetry ``shared/chat_wrappers.py``):
+  ``gen_ai.prompt.{i}.role`` / ``.content`` (a string or the JSON of OpenAI's parts), ``.user`` (the
+  legacy completions API), ``gen_ai.completion.{i}.finish_reason``. A line may hold several spans. A part
+  other than text (a v1.38 ``reasoning`` part) is refused by name: its tokens cannot be put back exactly.
 - ``sglang``: SGLang's ``--log-requests --log-requests-format json`` records
   (``python/sglang/srt/utils/request_logger.py``, ``log_finished_request``: event ``request.finished``
   with ``rid``, ``obj`` (GenerateReqInput: ``text`` or ``input_ids``, ``sampling_params``) and ``out``
   (``text``, ``output_ids``, ``meta_info``: ``finish_reason``, ``spec_verify_ct``, ``spec_accept_length``
   and the other ``spec_*`` figures, kept as ``engine_spec``)). ``request.received`` records carry no answer
   and are skipped.
-- ``langfuse``: Langfuse's observations export (api.langfuse.com, ``GET /api/public/observations``,
-  ObservationsView): rows of ``type`` ``GENERATION`` with ``input`` (chat messages or a string),
-  ``output``, ``model``, ``modelParameters``, ``metadata`` and the trace's ``tags``.
+- ``langfuse``: Langfuse's observations (``GET /api/public/observations``, ``ObservationsView`` in
+  langfuse/langfuse ``fern/apis/server/definition/legacy/observations-v1.yml``;
+  ``/api/public/v2/observations`` with ``fields=core,basic,io``; the blob export's snake case): rows of
+  ``type`` ``GENERATION`` with ``input`` (chat messages, a prompt string, or the semconv parts of
+  OTel-ingested spans), ``output``, ``model`` (v2: ``providedModelName``), ``modelParameters``
+  (``temperature``, ``max_tokens`` or the AI SDK's ``maxTokens``; numbers or numbers as text) and
+  ``metadata``. Langfuse has no finish field: the reason is read from ``metadata.finish_reason`` (its
+  OpenAI wrapper, streaming) or ``modelParameters.finishReason`` (the AI SDK). Observations carry no tags;
+  v2's ``trace_context`` fields add the trace's ``tags``.
 - ``helicone``: Helicone's request rows (the ``HeliconeRequest`` of its Query Requests API and of
   ``npx @helicone/export --include-body``; ``valhalla/jawn/src/lib/stores/request/request.ts``):
   ``request_id``, ``request_body``, ``response_body``, ``response_status``, ``request_model``,
@@ -163,16 +173,34 @@ def _choice_text(text: str, finish: object, token_ids: object = None) -> dict[st
     return choice
 
 
+def _number(value: object) -> float | None:
+    """A number, or a number written as text (Langfuse keeps OTel-ingested parameters as strings)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and len(value) <= 32:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
 def _params(request: dict[str, Any], params: object) -> None:
-    """Sampling parameters into the request body: temperature and the token limit."""
+    """Sampling parameters into the request body: temperature and the token limit (snake or camel case,
+    numbers or numbers as text)."""
     if not isinstance(params, Mapping):
         return
-    for key in ("temperature", "top_p"):
-        if key in params and key not in request:
-            request[key] = params[key]
-    for key in ("max_tokens", "max_completion_tokens", "max_new_tokens", "max_output_tokens"):
-        if isinstance(params.get(key), int) and "max_tokens" not in request:
-            request["max_tokens"] = params[key]
+    for key, names in (("temperature", ("temperature",)), ("top_p", ("top_p", "topP"))):
+        for name in names:
+            value = _number(params.get(name))
+            if value is not None and key not in request:
+                request[key] = value
+    for key in ("max_tokens", "max_completion_tokens", "max_new_tokens", "max_output_tokens", "maxTokens"):
+        value = _number(params.get(key))
+        if value is not None and value == int(value) and value >= 1 and "max_tokens" not in request:
+            request["max_tokens"] = int(value)  # Langfuse's OpenAI wrapper logs an unset limit as inf
 
 
 # ------------------------------------------------------------------------------------------ litellm
@@ -227,6 +255,8 @@ def _attr_value(value: object) -> Any:
     if "arrayValue" in value:
         items = value["arrayValue"].get("values", []) if isinstance(value["arrayValue"], Mapping) else []
         return [_attr_value(v) for v in items]
+    if "bytesValue" in value:
+        return None  # bytes: no field replay reads
     if "kvlistValue" in value:
         items = value["kvlistValue"].get("values", []) if isinstance(value["kvlistValue"], Mapping) else []
         return {i.get("key"): _attr_value(i.get("value")) for i in items if isinstance(i, Mapping)}
@@ -245,6 +275,9 @@ def _attributes(span: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _parts_text(parts: object, where: str) -> str:
+    """The text of a message's parts: semconv's ``{"type": "text", "content"}`` or OpenAI's ``{"type":
+    "text", "text"}``. Any other part is refused by name: a reasoning part holds tokens the target
+    generated in a form (its template's thinking markers) replay cannot put back exactly."""
     if isinstance(parts, str):
         return parts
     if not isinstance(parts, list):
@@ -259,15 +292,47 @@ def _parts_text(parts: object, where: str) -> str:
     return "".join(texts)
 
 
+def _content(content: object, where: str) -> str:
+    """A message's content: text, or OpenAI's list of parts (as a list or as its JSON text)."""
+    if isinstance(content, str) and content.lstrip().startswith("[{"):
+        try:
+            content = jsonsafe.loads(content)
+        except json.JSONDecodeError:
+            return str(content)  # text that happens to start like JSON
+    if isinstance(content, list):
+        return _parts_text(content, where)
+    return content if isinstance(content, str) else ""
+
+
+def _messages_value(value: object, where: str) -> Any:
+    """``gen_ai.prompt`` / ``gen_ai.completion``: JSON text, or Python's repr of a list of dicts, as the
+    semconv v1.27 example writes it (``"[{'role': 'user', 'content': ...}]"``)."""
+    if isinstance(value, str) and value.lstrip().startswith("[") and "'" in value:
+        try:
+            return jsonsafe.loads(value)
+        except json.JSONDecodeError:
+            try:
+                parsed = ast.literal_eval(value)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                raise ShapeError(f"field '{where}': neither JSON nor a Python list of messages") from None
+            return parsed
+    return _json_field(value, where)
+
+
 def _otel_messages(value: object, where: str) -> list[dict[str, Any]]:
-    value = _json_field(value, where)
+    value = _messages_value(value, where)
+    if isinstance(value, str):
+        return [{"role": "user", "content": value, "finish": None}]  # a bare prompt or completion string
     if not isinstance(value, list):
         raise ShapeError(f"field '{where}': must be a JSON list of messages")
     out = []
     for i, m in enumerate(value):
         if not isinstance(m, Mapping):
             raise ShapeError(f"field '{where}[{i}]': must be a message object")
-        content = m["content"] if "content" in m else _parts_text(m.get("parts"), f"{where}[{i}].parts")
+        if "content" in m:
+            content = _content(m["content"], f"{where}[{i}].content")
+        else:
+            content = _parts_text(m.get("parts"), f"{where}[{i}].parts")
         out.append({"role": str(m.get("role", "user")), "content": content, "finish": m.get("finish_reason")})
     return out
 
@@ -277,12 +342,14 @@ def _flattened(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     out = []
     for i in range(10_000):
         role, content = attrs.get(f"{prefix}.{i}.role"), attrs.get(f"{prefix}.{i}.content")
+        if content is None and isinstance(attrs.get(f"{prefix}.{i}.user"), str):
+            role, content = "user", attrs[f"{prefix}.{i}.user"]  # the legacy completions API's prompt
         if role is None and content is None:
             break
         out.append(
             {
                 "role": str(role or "user"),
-                "content": content if isinstance(content, str) else "",
+                "content": _content(content, f"{prefix}.{i}.content"),
                 "finish": attrs.get(f"{prefix}.{i}.finish_reason"),
             }
         )
@@ -298,8 +365,17 @@ def _otel_side(attrs: Mapping[str, Any], current: str, older: str) -> list[dict[
     return _flattened(attrs, older)
 
 
+_OTEL_FINISH = {"tool_call": "tool_calls"}  # semconv's spelling → OpenAI's
+
+
 def _otel_span(span: Mapping[str, Any], resource: Mapping[str, Any]) -> dict[str, Any] | None:
     attrs = _attributes(span)
+    for event in span.get("events") or [] if isinstance(span.get("events"), list) else []:
+        # semconv ≤ 1.27: the content on the events gen_ai.content.prompt / gen_ai.content.completion
+        if isinstance(event, Mapping):
+            for key, value in _attributes(event).items():
+                if key in ("gen_ai.prompt", "gen_ai.completion"):
+                    attrs.setdefault(key, value)
     if not any(k.startswith("gen_ai.") for k in attrs):
         return None  # not a GenAI span (an HTTP span of the same trace): not a request
     inputs = _otel_side(attrs, "gen_ai.input.messages", "gen_ai.prompt")
@@ -319,6 +395,7 @@ def _otel_span(span: Mapping[str, Any], resource: Mapping[str, Any]) -> dict[str
         raise ShapeError("span attributes: several output messages (n > 1); replay reads one")
     reasons = attrs.get("gen_ai.response.finish_reasons")
     finish = outputs[0]["finish"] or (reasons[0] if isinstance(reasons, list) and reasons else None)
+    finish = _OTEL_FINISH.get(finish, finish) if isinstance(finish, str) else finish
     request: dict[str, Any] = {"model": attrs.get("gen_ai.request.model"), "messages": messages}
     _params(
         request,
@@ -363,6 +440,17 @@ def _otel(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------------ others
+
+
+_BATCH_NOT_GENERATION = ("/embeddings", "/moderations")
+
+
+def batch_input_problem(obj: Mapping[str, Any]) -> str | None:
+    """Why an OpenAI Batch input line cannot be replayed (its ``url`` is not a generation), or None."""
+    url = obj.get("url")
+    if isinstance(url, str) and url.rstrip("/").endswith(_BATCH_NOT_GENERATION):
+        return f"field 'url': {url} generates no tokens (replay reads /v1/chat/completions, /v1/completions)"
+    return None
 
 
 def batch_output(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -419,30 +507,54 @@ def _sglang(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [record]
 
 
+def _langfuse_messages(value: object, where: str) -> list[Any]:
+    """Chat messages, OpenAI's or the semconv parts shape Langfuse stores for OTel-ingested spans."""
+    out: list[Any] = []
+    for i, m in enumerate(value if isinstance(value, list) else []):
+        if isinstance(m, Mapping) and "parts" in m and "content" not in m:
+            out.append(
+                {"role": str(m.get("role", "user")), "content": _parts_text(m["parts"], f"{where}[{i}]")}
+            )
+        else:
+            out.append(m)
+    return out
+
+
 def _langfuse(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     if obj.get("type", "GENERATION") != "GENERATION":
         return []  # spans and events of the trace are not requests
     source = _json_field(obj.get("input"), "input")
-    request: dict[str, Any] = {"model": obj.get("model")}
+    model = obj.get("model") or obj.get("providedModelName") or obj.get("provided_model_name")
+    request: dict[str, Any] = {"model": model}
     if isinstance(source, Mapping) and isinstance(source.get("messages"), list):
-        request["messages"] = source["messages"]
+        request["messages"] = _langfuse_messages(source["messages"], "input.messages")
     elif isinstance(source, list):
-        request["messages"] = source
+        request["messages"] = _langfuse_messages(source, "input")
     elif isinstance(source, str) and source.strip():
         request["prompt"] = source
     else:
-        raise ShapeError("field 'input': neither chat messages nor a prompt string")
-    _params(request, _json_field(obj.get("modelParameters"), "modelParameters"))
+        raise ShapeError("field 'input': neither chat messages nor a prompt string (v2: ask for fields=io)")
+    params = _json_field(obj.get("modelParameters", obj.get("model_parameters")), "modelParameters")
+    _params(request, params)
+    meta = _json_field(obj.get("metadata"), "metadata")
+    finish = None  # Langfuse has no finish field: its OpenAI wrapper's metadata, or the AI SDK's parameter
+    for where in (meta, params):
+        if isinstance(where, Mapping):
+            finish = finish or where.get("finish_reason") or where.get("finishReason")
     output = _json_field(obj.get("output"), "output")
     if isinstance(output, Mapping) and "choices" in output:
         response: Mapping[str, Any] = output
     else:
+        if isinstance(output, list) and len(output) == 1 and isinstance(output[0], Mapping):
+            output = output[0]  # the semconv output messages: one message
         if isinstance(output, Mapping):
-            output = output.get("content")
+            finish = finish or output.get("finish_reason")
+            output = (
+                _parts_text(output["parts"], "output.parts") if "parts" in output else output.get("content")
+            )
         if not isinstance(output, str):
             raise ShapeError("field 'output': no text (the generation logged no output)")
-        response = {"choices": [_choice_text(output, obj.get("finishReason"))]}
-    meta = _json_field(obj.get("metadata"), "metadata")
+        response = {"choices": [_choice_text(output, finish)]}
     request["metadata"] = _metadata(meta, tags=obj.get("tags"))
     return [{"id": obj.get("id"), "request": request, "response": response}]
 

@@ -37,7 +37,9 @@ __all__ = [
     "ProposeCost",
     "candidate_key",
     "is_model_free",
+    "machine_warning",
     "read_cost_file",
+    "result_verdict",
     "walk_nodes",
 ]
 
@@ -52,6 +54,24 @@ UNTRUSTED_VERDICTS = ("busy", "unusable")
 
 class CostsError(ValueError):
     """``--costs`` names a file that cannot price anything; one line naming the file and the field."""
+
+
+def machine_warning(verdict: object, what: str = "the cost surface") -> str | None:
+    """The line a prediction priced on a run judged busy or unusable (its ``hygiene.verdict``) carries, or
+    None for a quiet or unjudged run."""
+    if verdict not in UNTRUSTED_VERDICTS:
+        return None
+    return (
+        f"{what} was timed on a machine judged {verdict}: every predicted E is uncertain; "
+        "time it again on a quiet machine"
+    )
+
+
+def result_verdict(data: object) -> str | None:
+    """A result file's machine verdict (``hygiene.verdict``), or None."""
+    hygiene = data.get("hygiene") if isinstance(data, Mapping) else None
+    verdict = hygiene.get("verdict") if isinstance(hygiene, Mapping) else None
+    return verdict if isinstance(verdict, str) else None
 
 
 def is_model_free(label: str) -> bool:
@@ -163,11 +183,9 @@ class CostBook:
     def trust_lines(self) -> list[str]:
         """What a reader of a prediction priced with this book must know (empty: nothing to say)."""
         lines = []
-        if self.verdict in UNTRUSTED_VERDICTS:
-            lines.append(
-                f"the cost surface was timed on a machine judged {self.verdict}: every predicted E is "
-                "uncertain; time it again on a quiet machine"
-            )
+        machine = machine_warning(self.verdict)
+        if machine is not None:
+            lines.append(machine)
         noisy = self.noisy()
         if noisy:
             shown = ", ".join(noisy[:4]) + (f" and {len(noisy) - 4} more" if len(noisy) > 4 else "")
@@ -303,7 +321,7 @@ def book_from(data: Any, path: Path) -> CostBook | None:
     if not isinstance(data, Mapping):
         return None
     kind = str(data.get("kind", "result"))
-    verdict = data.get("hygiene", {}).get("verdict") if isinstance(data.get("hygiene"), Mapping) else None
+    verdict = result_verdict(data)
     surfaces: dict[str, CostSurface] = {}
     lookups: dict[str, float] = {}
     by_batch: dict[str, dict[int, float]] = {}
@@ -326,7 +344,7 @@ def book_from(data: Any, path: Path) -> CostBook | None:
                 surfaces.setdefault(candidate_key(str(name)), surface_from_section(one, "surface"))
     if not surfaces:
         return None
-    return CostBook(path, kind, surfaces, lookups, by_batch, verdict if isinstance(verdict, str) else None)
+    return CostBook(path, kind, surfaces, lookups, by_batch, verdict)
 
 
 def _first_draft(data: Mapping[str, Any]) -> str | None:

@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from specmeter.metrics.batch_surface import tau_by_k
-from specmeter.pricing.book import CostBook, CostsError, book_from, read_json, walk_nodes
+from specmeter.pricing.book import (
+    CostBook,
+    CostsError,
+    book_from,
+    machine_warning,
+    read_json,
+    result_verdict,
+    walk_nodes,
+)
 from specmeter.pricing.predict import price_summary, with_plain_steps
 from specmeter.pricing.whatif import surface_e
 
@@ -55,7 +63,7 @@ def predictor(path: Path) -> Predictor:
         return _book_predictor(book)
     sweep = _sweep_cells(data)
     if sweep:
-        return _sweep_predictor(path, sweep)
+        return _sweep_predictor(path, sweep, machine_warning(result_verdict(data), "the sweep"))
     whatif = _whatif_section(data)
     if whatif is None:
         raise CostsError(
@@ -123,10 +131,13 @@ def _whatif_predictor(path: Path, data: Any, whatif: Mapping[str, Any]) -> Predi
             batches.append(b)
     batches = sorted(set(batches))
     source = f"{path} ({kind}, what-if cells)"
-    note = (
+    notes = [
         "what-if cells were measured at full drafts with a draft model's cost: a method's own proposing cost "
         "is not in them"
-    )
+    ]
+    machine = machine_warning(result_verdict(data), "the what-if surface")
+    if machine is not None:
+        notes.append(machine)
 
     def predict(candidates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         rows = []
@@ -143,7 +154,7 @@ def _whatif_predictor(path: Path, data: Any, whatif: Mapping[str, Any]) -> Predi
                     e[str(b)] = with_plain_steps(found[0], 1.0 + k * alpha, drafting_share(s))
             rows.append({"draft": c["draft"], "k": k, "e": e, "cost_basis": "what-if", "borrowed_from": None,
                          "refused": {}})  # fmt: skip
-        return {"source": source, "batches": [str(b) for b in batches], "rows": rows, "notes": [note],
+        return {"source": source, "batches": [str(b) for b in batches], "rows": rows, "notes": notes,
                 "model": "whatif"}  # fmt: skip
 
     return predict
@@ -169,7 +180,7 @@ def _sweep_cells(data: Any) -> list[Mapping[str, Any]]:
     return out
 
 
-def _sweep_predictor(path: Path, cells: Sequence[Mapping[str, Any]]) -> Predictor:
+def _sweep_predictor(path: Path, cells: Sequence[Mapping[str, Any]], machine: str | None = None) -> Predictor:
     by_cell = {(int(c["concurrency"]), int(c["k"])): c for c in cells}
     batches = sorted({b for b, _ in by_cell})
     swept = sorted({k for _, k in by_cell})
@@ -195,7 +206,8 @@ def _sweep_predictor(path: Path, cells: Sequence[Mapping[str, Any]]) -> Predicto
                 e[str(b)] = with_plain_steps(e_k, tau, drafting_share(s))
             rows.append({"draft": c["draft"], "k": k, "e": e, "cost_basis": "sweep", "borrowed_from": None,
                          "refused": {}})  # fmt: skip
+        notes = [note] if machine is None else [note, machine]
         return {"source": source, "batches": [str(b) for b in batches], "rows": rows, "note": note,
-                "notes": [note], "model": "sweep"}  # fmt: skip
+                "notes": notes, "model": "sweep"}  # fmt: skip
 
     return predict

@@ -314,6 +314,10 @@ class _Reader:
         if shape == "batch" or (self.fmt in ("auto", "batch") and _batch_input(obj)):
             if _batch_input(obj):
                 key = str(obj["custom_id"])
+                problem = shapes.batch_input_problem(obj)
+                if problem is not None:
+                    self.outputs.pop(key, None)  # its output, if read first, is no request either
+                    raise shapes.ShapeError(problem)
                 if key not in self.outputs:
                     self.inputs[key] = (file, line, obj)
                     return []

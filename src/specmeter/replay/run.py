@@ -431,6 +431,8 @@ def replay_log(
                     )  # fmt: skip
                     row = _row(position, item.source, w.record, w.past_end, w.past_end_drafts)
                     rows[(label, k)].append(row)
+                so_far = f"replaying: {tally.measured:,} requests × {len(runs)} candidates (kB of log)"
+                task.update(description=so_far)
                 if item.engine_spec:
                     tally.engine_figures += 1
                     if len(tally.engine_listed) < MAX_LISTED:

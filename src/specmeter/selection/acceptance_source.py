@@ -17,6 +17,7 @@ Every problem is an :class:`AcceptanceSourceError` whose message is one line nam
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,7 @@ class Figures:
     reached: tuple[int, ...]
     accepted: tuple[int, ...]
     alpha_ci: list[float] | None = None  # the summary's, where the figures are one summary's
+    tau_ci: list[float] | None = None  # the summary's 95% interval of τ (acceptance_length), likewise
 
     @property
     def alpha(self) -> float | None:
@@ -135,6 +137,23 @@ class Figures:
         tau = self.tau_low(k)
         return tau if f is None else f * tau + 1.0 - f
 
+    def speedup_interval(self, e: float | None) -> list[float] | None:
+        """A 95% prediction interval of a speedup ``e`` predicted from these requests, for another sample of
+        as many requests of the same traffic: ``e`` scaled by the tokens per forward at the ends of τ's
+        interval (the summary's bootstrap over requests) widened by √2 — the new sample's mean varies as
+        much as this one's, so their difference has twice the variance — the drafting share and the step's
+        price held. A predicted E is proportional to the tokens per forward when its steps cost what they
+        cost (pricing.predict). It holds the acceptance's sampling only: not the cost model's own error.
+        None without the interval or the figure."""
+        tau, ci, f = self.acceptance_length, self.tau_ci, self.drafting_share
+        if e is None or tau is None or ci is None or f is None:
+            return None
+        lo_tau = max(1.0, tau - math.sqrt(2.0) * (tau - min(ci)))
+        hi_tau = tau + math.sqrt(2.0) * (max(ci) - tau)
+        per_forward = f * tau + 1.0 - f
+        lo, hi = (e * (f * t + 1.0 - f) / per_forward for t in (lo_tau, hi_tau))
+        return [min(lo, e), max(hi, e)]
+
     def full_draft_alpha(self, k: int) -> float | None:
         """(τ(k) − 1) / k: the α of full drafts with these per-position rates (whatif's α)."""
         tau = self.tau(k)
@@ -181,6 +200,7 @@ def figures_of(summary: Mapping[str, Any]) -> Figures:
         reached.append(n)
         accepted.append(round(float(q) * n) if isinstance(q, int | float) and n else 0)
     ci = summary.get("acceptance_rate_ci")
+    tau_ci = summary.get("acceptance_length_ci")
     return Figures(
         requests=_int(summary.get("requests")),
         tokens=_int(summary.get("emitted_tokens")),
@@ -193,6 +213,15 @@ def figures_of(summary: Mapping[str, Any]) -> Figures:
         reached=tuple(reached),
         accepted=tuple(accepted),
         alpha_ci=list(ci) if isinstance(ci, list) else None,
+        tau_ci=[float(x) for x in tau_ci] if isinstance(tau_ci, list) and _pair(tau_ci) else None,
+    )
+
+
+def _pair(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(x, int | float) and not isinstance(x, bool) and 1.0 <= x <= 1e6 for x in value)
     )
 
 

@@ -203,13 +203,16 @@ def analyse_source(
         single = {key: top[key] for key in keys}
         top_score = score[order[0]]
         gain = None if router is None or not top_score else router / top_score - 1.0
-    routed = {
-        n: None if j is None else {key: by_domain[n][j][key] for key in
-                                   ("draft", "k", "speedup_predicted", "tokens_per_step", "danger_zone",
-                                    "danger_reasons", "verdict", "warnings", "cost_basis", "borrowed_from")
-                                   if key in by_domain[n][j]}
-        for n, j in picks.items()
-    }  # fmt: skip
+    routed: dict[str, dict[str, Any] | None] = {}
+    for n, picked in picks.items():
+        if picked is None:
+            routed[n] = None
+            continue
+        row = by_domain[n][picked]
+        kept = {key: row[key] for key in _ROUTED if key in row}
+        if costs is not None and batch is not None:
+            kept.update(_within(by_domain[n], picked, str(batch)))
+        routed[n] = kept
     section: dict[str, Any] = {
         "source": {"path": str(source.path), "kind": source.kind, "exact": source.exact},
         "basis": "predicted" if costs is not None else "acceptance",
@@ -241,6 +244,27 @@ def analyse_source(
     return section
 
 
+# What a domain's pick keeps of its row.
+_ROUTED = (
+    "draft", "k", "speedup_predicted", "tokens_per_step", "danger_zone", "danger_reasons", "verdict",
+    "warnings", "cost_basis", "borrowed_from",
+)  # fmt: skip
+
+
+def _within(rows: Sequence[Mapping[str, Any]], j: int, batch: str) -> dict[str, Any]:
+    """The pick's interval at ``batch`` (``Figures.speedup_interval``) and the other candidates whose
+    predicted E lies inside it, best first: what another sample of the same traffic might pick instead."""
+    ci = (rows[j].get("speedup_by_batch_ci") or {}).get(batch)
+    close = []
+    if ci is not None:
+        for i, r in enumerate(rows):
+            e = (r.get("speedup_by_batch") or {}).get(batch)
+            if i != j and e is not None and ci[0] <= e <= ci[1]:
+                close.append({"draft": r["draft"], "k": r["k"], "speedup_predicted": e})
+        close.sort(key=lambda r: -r["speedup_predicted"])
+    return {"speedup_predicted_ci": ci, "within_interval": close}
+
+
 def _sort_key(value: float | None) -> float:
     return -np.inf if value is None else value
 
@@ -256,6 +280,7 @@ def _domain_row(
         "beta": f.beta, "acceptance_length": f.acceptance_length, "acceptance_length_k": f.tau_low(c.k),
         "tokens_per_step": f.tokens_per_step(c.k), "lower_bound": f.lower_bound(c.k),
         "drafting_share": f.drafting_share, "speedup_predicted": predicted, "speedup_by_batch": dict(e),
+        "speedup_by_batch_ci": {b: f.speedup_interval(v) for b, v in e.items()},
         **judged,
     }  # fmt: skip
 
@@ -318,6 +343,14 @@ def source_lines(section: Mapping[str, Any]) -> list[str]:
             )
         else:
             figure = _x(pick["speedup_predicted"]) if costs is not None else _tau(pick["tokens_per_step"])
+            ci = pick.get("speedup_predicted_ci")
+            if ci is not None:
+                figure += f" [{ci[0]:.2f}, {ci[1]:.2f}] for another sample of this traffic"
+            close = pick.get("within_interval") or []
+            if close:
+                shown = ", ".join(f"{c['draft']} k={c['k']} {_x(c['speedup_predicted'])}" for c in close[:3])
+                more = f" and {len(close) - 3} more" if len(close) > 3 else ""
+                figure += f"; within that interval: {shown}{more}"
             danger = (
                 " — in the danger zone: " + " ".join(pick["danger_reasons"]) if pick["danger_zone"] else ""
             )

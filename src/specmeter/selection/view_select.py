@@ -187,6 +187,7 @@ def _per_domain_from_result(s: Mapping[str, Any], console: Console) -> None:
     for name, rows in (s.get("by_domain") or {}).items():
         for i, r in enumerate(rows):
             by_batch = r.get("speedup_by_batch") or {}
+            by_ci = r.get("speedup_by_batch_ci") or {}
             per.add_row(
                 name if i == 0 else "",
                 r["draft"],
@@ -194,7 +195,7 @@ def _per_domain_from_result(s: Mapping[str, Any], console: Console) -> None:
                 with_ci(fmt_num(r["acceptance_rate"], 3), r["acceptance_rate_ci"]),
                 _bound(fmt_num(r["acceptance_length_k"]), r),
                 _bound(fmt_num(r["tokens_per_step"]), r),
-                *(_bound(fmt_speedup(by_batch.get(b)), r) for b in batches),
+                *(_bound(with_ci(fmt_speedup(by_batch.get(b)), by_ci.get(b)), r) for b in batches),
                 fmt_pct(r.get("drafting_share"), 0),
                 _danger(r["danger_zone"]),
             )
