@@ -7,10 +7,10 @@ lines only). ``specmeter replay`` of that log with the same method and k:
 
 * reads every request (none bad, none set aside) from vLLM's own text log, exactly (ids, greedy);
 * with ``--draft-rule vllm`` drafts what vLLM's counters say it drafted, exactly (vLLM drafts k at every
-  step, near ``max_tokens`` too), and accepts what they say within 0.1 point. The drafts past
-  ``max_tokens`` are in no log; vLLM counts what the target accepted of them before cutting the output,
-  and replay counts a draft that copied the response to its limit as accepted (replay/walk.py). The
-  lower bound (those tokens rejected) is printed beside it, and vLLM's count lies between the two;
+  step, near ``max_tokens`` too), and accepts what they say up to the drafts past ``max_tokens``, which
+  are in no log: vLLM counts what the target accepted of them before cutting the output, replay counts a
+  draft that copied the response to its limit as accepted (replay/walk.py), so vLLM's count lies between
+  replay's with those tokens rejected and replay's (docs/replay.md gives the measured differences);
 * with specmeter's own rule (d = min(k, tokens left − 1)) drafts fewer tokens than vLLM near the limit:
   the difference the rule exists for.
 
@@ -114,6 +114,8 @@ def test_vllm_rule_gives_vllms_counters(replayed: dict[str, Any], capsys: pytest
             )
     d, a, unknown = _totals(replayed["vllm"])
     assert d == drafted, "vLLM drafts k at every step; --draft-rule vllm must draft what it drafted"
+    # Exact up to the tokens past max_tokens, which no log holds: vLLM's count lies between replay's count
+    # with them rejected and replay's count (them accepted), so α is within their share of the drafts.
     assert a - unknown <= accepted <= a, "vLLM's count lies between the lower bound and replay's count"
-    assert abs(a / d - alpha) <= 0.001, f"α {(a / d - alpha) * 100:+.2f} points from vLLM's counters"
+    assert abs(a / d - alpha) <= unknown / d + 1e-12
     assert _totals(replayed["specmeter"])[0] < drafted, "specmeter's own rule drafts fewer near max_tokens"
