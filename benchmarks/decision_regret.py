@@ -410,12 +410,11 @@ def summary(cases: Mapping[str, Mapping[int, Mapping[str, Any]]], batches: Seque
         flags = [r["covered"] for r in rows if r.get("covered") is not None]
         if flags:
             coverage[str(b)] = {"covered": sum(flags), "count": len(flags)}
-    if coverage:
-        shown = ", ".join(f"B = {b}: {c['covered']} of {c['count']}" for b, c in coverage.items())
-        print(
-            "the truth inside select's 95% prediction interval (the log's acceptance sampling only; "
-            f"'!' above marks a miss): {shown}"
-        )
+    shown = ", ".join(f"B = {b}: {c['covered']} of {c['count']}" for b, c in coverage.items())
+    print(
+        "the truth inside select's 95% prediction interval (the log's acceptance sampling only; "
+        f"'!' above marks a miss): {shown or 'no interval (select gives one from 10 requests per domain)'}"
+    )
     return {
         "regret": {d: {str(b): r for b, r in by_b.items()} for d, by_b in regrets.items()},
         "regret_goal": GOAL_REGRET, "regret_met": regret_met,
