@@ -298,8 +298,8 @@ class _Reader:
         self.index = 0
         self.inputs: dict[str, tuple[str, int, Mapping[str, Any]]] = {}
         self.outputs: dict[str, tuple[str, int, Mapping[str, Any]]] = {}
-        self.vllm: dict[str, list[shapes.VllmLine]] = {}
-        self.vllm_where: dict[str, tuple[str, int]] = {}  # where each waiting vLLM request was first seen
+        # vLLM requests waiting for their response line: where each was first seen, and its lines so far
+        self.vllm: dict[str, tuple[str, int, list[shapes.VllmLine]]] = {}
 
     def parse(self, obj: Mapping[str, Any], file: str, line: int, fmt: str) -> LoggedRequest:
         position = self.index
@@ -339,7 +339,7 @@ class _Reader:
             yield Problem(file, line, _UNJOINED_INPUT)
         for file, line, _ in self.outputs.values():
             yield Problem(file, line, _UNJOINED_OUTPUT)
-        for file, line in self.vllm_where.values():
+        for file, line, _ in self.vllm.values():
             yield Problem(file, line, shapes.NO_VLLM_OUTPUT)
 
 
@@ -389,19 +389,16 @@ def iter_log(
                     vllm_lines += 1
                     if vline.request_id not in reader.vllm:
                         if len(reader.vllm) >= MAX_PENDING:  # the oldest waits no longer
-                            oldest = next(iter(reader.vllm))
-                            where = reader.vllm_where.pop(oldest)
-                            del reader.vllm[oldest]
+                            where_file, where_line, _ = reader.vllm.pop(next(iter(reader.vllm)))
                             reader.index += 1
-                            yield Problem(where[0], where[1], shapes.NO_VLLM_OUTPUT)
-                        reader.vllm_where[vline.request_id] = (file, number)
-                    parts = reader.vllm.setdefault(vline.request_id, [])
+                            yield Problem(where_file, where_line, shapes.NO_VLLM_OUTPUT)
+                        reader.vllm[vline.request_id] = (file, number, [])
+                    parts = reader.vllm[vline.request_id][2]
                     if len(parts) < MAX_VLLM_PARTS:
                         parts.append(vline)
                     if vline.kind != "output":
                         continue
                     del reader.vllm[vline.request_id]
-                    del reader.vllm_where[vline.request_id]
                     try:
                         items: list[tuple[Mapping[str, Any], str]] = [(shapes.vllm_record(parts), "openai")]
                     except shapes.ShapeError as e:

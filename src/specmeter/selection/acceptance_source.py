@@ -213,16 +213,17 @@ def figures_of(summary: Mapping[str, Any]) -> Figures:
         reached=tuple(reached),
         accepted=tuple(accepted),
         alpha_ci=list(ci) if isinstance(ci, list) else None,
-        tau_ci=[float(x) for x in tau_ci] if isinstance(tau_ci, list) and _pair(tau_ci) else None,
+        tau_ci=_tau_interval(tau_ci),
     )
 
 
-def _pair(value: object) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(isinstance(x, int | float) and not isinstance(x, bool) and 1.0 <= x <= 1e6 for x in value)
-    )
+def _tau_interval(value: object) -> list[float] | None:
+    """A summary's τ interval: two numbers in [1, 10⁶], else None."""
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) and 1.0 <= x <= 1e6 for x in value):
+        return None
+    return [float(x) for x in value]
 
 
 def pool(parts: Iterable[Figures]) -> Figures:
