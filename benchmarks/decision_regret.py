@@ -2,8 +2,9 @@
 
 "From a log to a recommendation" (docs/replay.md) end to end, on the bundled models, with the decision
 checked on traffic it has not seen. Each bundled golden set is a domain (``legal``, ``general``: the file);
-its prompts alternate into half A (the "production traffic" that gets logged) and half B (held out). Every
-step is the specmeter command a user runs, as its own process:
+each sub-category's prompts alternate into half A (the "production traffic" that gets logged) and half B
+(held out), so both halves hold the same mix (:func:`stratified`). Every step is the specmeter command a user
+runs, as its own process:
 
 1. ``specmeter serve --target T --log LOG --log-output`` (no draft) on a free 127.0.0.1 port, in its own
    process group (``sweep.launch.ServerProcess``), answers half A sent by ``specmeter load --concurrency 1
@@ -19,7 +20,8 @@ step is the specmeter command a user runs, as its own process:
    (method and k, or no speculation) and every candidate's predicted E per domain;
 5. ``specmeter bench --prompts <half B> --draft <every candidate> --k 2,4,6`` and the same with ``--batch B``:
    the live truth on the held-out half, every candidate and the baseline interleaved request by request (wave
-   by wave at B) in one run; decode-only E_meas per candidate × k × domain (``by_category``).
+   by wave at B, each wave kept at B rows by background requests until its last request ends, as continuous
+   batching under load keeps it) in one run; decode-only E_meas per candidate × k × domain (``by_category``).
 
 Printed per domain and batch size: the pick with its predicted and measured E, the best candidate by
 measured E (no speculation counts as a candidate at 1.00×), the regret 1 − E_meas(pick) / E_meas(best), and
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -85,7 +88,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--k", type=int_list, default=[2, 4, 6], help="draft lengths (default 2,4,6)")
     ap.add_argument("--batch", type=int, default=4, help="the batched level besides B = 1 (default 4)")
     ap.add_argument(
-        "--prompts-per-half", type=int, default=40, help="prompts per domain in each half (default 40)"
+        "--prompts-per-half",
+        type=int,
+        default=44,
+        help="prompts per domain in each half (default 44: 4 of each of legal's 11 sub-categories)",
     )
     ap.add_argument("--max-tokens", type=int, default=64, help="output tokens per request (default 64)")
     ap.add_argument("--tune-limit", type=int, default=4, help="tune's --limit per half-A file (default 4)")
@@ -174,17 +180,31 @@ def short(label: str) -> str:
     return f"{head}{sep}…/{Path(path).name}" if sep else label
 
 
+def stratified(rows: Sequence[Mapping[str, Any]], start: int) -> list[Mapping[str, Any]]:
+    """One half of a golden set, stratified by sub-category: each sub-category's prompts alternate between
+    the halves (``start`` 0: its 1st, 3rd, …; 1: its 2nd, 4th, …), and the half takes the sub-categories
+    in turn, so its first n prompts hold every sub-category ⌊n / c⌋ or ⌈n / c⌉ times, as the other half's
+    do. Two halves of the same traffic mix: what differs between them is the prompts, not the mix (a plain
+    alternation of 40 legal prompts gave one half 4 redline prompts and the other 3)."""
+    by_category: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_category.setdefault(str(r.get("category")), []).append(r)
+    columns = [group[start::2] for group in by_category.values()]
+    # [[a1, a2], [b1], [c1, c2]] -> [a1, b1, c1, a2, c2]
+    return [r for rank in itertools.zip_longest(*columns) for r in rank if r is not None]
+
+
 def split(folder: Path, per_half: int) -> dict[str, dict[str, Path]]:
-    """Each domain's golden set alternated into half A (even lines) and half B (odd lines), the first
-    ``per_half`` of each; a prompt's category becomes its domain. Also A.jsonl: half A with the domains
-    interleaved, the order the log receives them in."""
+    """Each domain's golden set split into half A and half B by :func:`stratified`, the first ``per_half``
+    of each; a prompt's category becomes its domain. Also A.jsonl: half A with the domains interleaved, the
+    order the log receives them in."""
     files: dict[str, dict[str, Path]] = {"A": {}, "B": {}}
     halves: dict[str, dict[str, list[str]]] = {"A": {}, "B": {}}
     for domain in DOMAINS:
         lines = (ASSETS / "golden" / f"{domain}.jsonl").read_text(encoding="utf-8").splitlines()
         rows = [json.loads(x) for x in lines if x.strip()]
         for half, start in (("A", 0), ("B", 1)):
-            chosen = rows[start::2][:per_half]
+            chosen = stratified(rows, start)[:per_half]
             text = [json.dumps({"id": r["id"], "category": domain, "prompt": r["prompt"]}) for r in chosen]
             halves[half][domain] = text
             path = folder / f"{half}-{domain}.jsonl"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from specmeter.metrics.batch_surface import (
@@ -9,10 +11,12 @@ from specmeter.metrics.batch_surface import (
     SurfacePoint,
     curve_at,
     predict_speedup_batched,
+    predict_speedup_recorded,
     predict_speedup_waves,
     step_time,
     tau_by_k,
 )
+from specmeter.metrics.records import StepRecord
 
 
 def _point(b: int, k: int, step: float, spread: float = 0.0) -> SurfacePoint:
@@ -77,3 +81,32 @@ def test_wave_prediction_prices_the_tail_where_the_batch_shrinks() -> None:
 
 def test_noisy_flag() -> None:
     assert _point(1, 0, 10.0, spread=3.0).noisy and not _point(1, 0, 10.0, spread=2.0).noisy
+
+
+def _steps(batch: int, depths: list[int]) -> tuple[StepRecord, ...]:
+    return tuple(
+        StepRecord(
+            drafted=d, accepted=d, emitted=d + 1, draft_s=0.0, verify_s=0.0, draft_forwards=d, batch=batch
+        )
+        for d in depths
+    )
+
+
+def test_recorded_prediction_prices_each_step_at_its_own_batch_and_depth() -> None:
+    # Kept full at B = 4: 12 plain steps against 4 steps of k = 2, every request alike: the steady state.
+    base = [_steps(4, [0] * 12) for _ in range(4)]
+    spec = [_steps(4, [2] * 4) for _ in range(4)]
+    assert predict_speedup_recorded(SURFACE, base, spec) == pytest.approx(
+        predict_speedup_batched(SURFACE, 4, 2, 3.0)
+    )
+    # One request's steps at B = 1 (it ran alone): those steps cost t(1, 2), the others t(4, 2).
+    spec_mixed = [*spec[:3], _steps(1, [2] * 4)]
+    t4, t1, t40 = step_time(SURFACE, 4, 2), step_time(SURFACE, 1, 2), step_time(SURFACE, 4, 0)
+    expected = (16 * t40) * 3 / (12 * t4 + 4 * t1)  # type: ignore[operator]
+    assert predict_speedup_recorded(SURFACE, base, spec_mixed) == pytest.approx(expected)
+    # The depth is the step's draft forwards when the row drafted less (a shorter row in a deeper step).
+    shallow = [tuple(replace(s, drafted=1) for s in r) for r in spec]
+    assert predict_speedup_recorded(SURFACE, base, shallow) == pytest.approx(
+        predict_speedup_batched(SURFACE, 4, 2, 3.0)
+    )
+    assert predict_speedup_recorded(SURFACE, base, []) is None  # nothing speculative to price

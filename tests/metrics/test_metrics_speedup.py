@@ -154,3 +154,11 @@ def test_speedup_measured_guards() -> None:
     assert speedup_measured([request("a")], [request("b")]) is None  # nothing paired
     zero = [request("a", latency_s=0.0, ttft_s=0.0)]
     assert speedup_measured(zero, [request("a", latency_s=1.0)]) is None  # zero-latency guard
+
+
+def test_the_cost_curve_never_extrapolates_downwards() -> None:
+    # Two noisy points whose last one came out lower: beyond them t_T stays at the last one, never below.
+    curve = CostCurve(target_s=(0.010, 0.012, 0.011), draft_s=0.001)
+    assert curve.t_target(3) == 0.011 and curve.t_target(30) == 0.011
+    rising = CostCurve(target_s=(0.010, 0.012), draft_s=0.001)
+    assert rising.t_target(4) == pytest.approx(0.016)

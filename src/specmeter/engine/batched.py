@@ -22,7 +22,8 @@ One step of B live rows:
 5. Finished rows leave (EOS, token limit, or ``on_emit`` asking to stop); the last row moves into the hole
    so rows stay 0 … B-1. Waiting sequences join between steps: their prompts are prefilled together in one
    forward of the joining rows (target and draft model), their first token is emitted, and they decode with
-   everyone else from the next step on.
+   everyone else from the next step on. With ``pause_for_joins`` the live rows' clocks stop during that
+   prefill (``bench --batch`` measures decode at B rows kept live).
 
 Every row of a step records the step's wall times (``draft_s``, ``verify_s``: the batch lived through
 them together), the batch size and the k scheduled (``StepRecord.batch``, ``StepRecord.k``). A row that
@@ -73,6 +74,9 @@ class SequenceRequest:
     generator: torch.Generator | None = None
     on_emit: Callable[[list[int]], bool | None] | None = None
     tag: Any = None
+    # A row that only keeps the batch full while measured sequences decode (``engine.batch_runner``): a
+    # proposer that learns across sequences (suffix decoding) forgets it when it ends (``Proposer.discard``).
+    background: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,7 @@ class BatchedDecoder:
         synthetic: Sequence[float] | None = None,
         on_step: Callable[[StepTiming], None] | None = None,
         seed: int = 0,
+        pause_for_joins: bool = False,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
@@ -163,6 +168,10 @@ class BatchedDecoder:
         self._live: list[_Row] = []
         self._waiting: deque[_Row] = deque()
         self.on_step = on_step
+        # The live rows' clocks stop while joining rows are prefilled: their emission times (and so
+        # latency − TTFT) then hold decode steps only, as when every row is prefilled before any decodes.
+        # For measuring decode at B rows kept live (``bench --batch``); a server keeps wall time.
+        self.pause_for_joins = pause_for_joins
         self._synthetic: list[float] | None = None
         if synthetic is not None:
             if len(synthetic) < self.k_max:
@@ -211,6 +220,17 @@ class BatchedDecoder:
         """The error that ended the sequence ``tag`` alone, if one did (its Generation says "interrupted")."""
         return self.errors.pop(tag, None)
 
+    def abandon(self) -> None:
+        """End every live and waiting sequence without a result (their rows are freed; nothing is returned).
+
+        Background rows are discarded from the proposer's memory, the others finish as usual.
+        """
+        for r in range(len(self._live) - 1, -1, -1):
+            if self.proposer is not None:
+                (self.proposer.discard if self._live[r].req.background else self.proposer.finish)(r)
+        self._live.clear()
+        self._waiting.clear()
+
     def run(self) -> list[tuple[Any, Generation]]:
         """Step until nothing is live or waiting."""
         done: list[tuple[Any, Generation]] = []
@@ -254,6 +274,9 @@ class BatchedDecoder:
             first = self._choose(last, joining)
             synchronize(self.target.device)
             prefill_s = perf_counter() - t0
+        if self.pause_for_joins:
+            for row in self._live:
+                row.t0 += prefill_s
         self._live.extend(joining)
         for r, (row, tok) in enumerate(zip(joining, first, strict=True)):
             row.prefill_s = prefill_s
@@ -291,7 +314,7 @@ class BatchedDecoder:
                 self.errors[row.req.tag] = row.error
             done.append((row.req.tag, row.generation()))
             if self.proposer is not None:
-                self.proposer.finish(r)
+                (self.proposer.discard if row.req.background else self.proposer.finish)(r)
             last = len(self._live) - 1
             if r != last:
                 self.target.move_row(last, r)

@@ -35,6 +35,7 @@ __all__ = [
     "acceptance_length_by_k",
     "curve_at",
     "predict_speedup_batched",
+    "predict_speedup_recorded",
     "predict_speedup_waves",
     "spread",
     "step_time",
@@ -237,6 +238,41 @@ def predict_speedup_waves(
         base_total += b
         spec_total += sp
     return base_total / spec_total if spec_total > 0 else None
+
+
+def predict_speedup_recorded(
+    surface: CostSurface,
+    baseline: Sequence[Sequence[StepRecord]],
+    speculative: Sequence[Sequence[StepRecord]],
+) -> float | None:
+    """Decode-only E predicted for runs whose steps were recorded with their batch size and depth.
+
+    Per request, its steps as recorded (``StepRecord.batch``: the rows that decoded together; the step's
+    depth: its draft-model forwards, or the tokens the request drafted when the method runs none). Each step
+    costs t_step(batch, depth) from the surface (linear between measured batch sizes and draft lengths) and
+    the request lived through it. The result is Σ baseline time / Σ speculative time, as E_meas is. With
+    ``bench --batch``'s rows kept live (``engine.batch_runner``) every step is at B but for the depth, and
+    this is the steady-state E(B, k) plus each request's last steps, which draft fewer than k.
+    """
+    cache: dict[tuple[int, int], float | None] = {}
+
+    def total(runs: Sequence[Sequence[StepRecord]]) -> float | None:
+        out = 0.0
+        for steps in runs:
+            for st in steps:
+                key = (max(1, st.batch), max(st.draft_forwards, st.drafted))
+                if key not in cache:
+                    cache[key] = _cost(surface, *key)
+                cost = cache[key]
+                if cost is None:
+                    return None
+                out += cost
+        return out
+
+    base, spec = total(baseline), total(speculative)
+    if base is None or spec is None or spec <= 0:
+        return None
+    return base / spec
 
 
 def curve_at(surface: CostSurface, batch: int, n_max: int) -> CostCurve | None:

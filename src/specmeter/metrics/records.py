@@ -96,14 +96,16 @@ class CostCurve:
     copy_bytes_per_s: float | None = None  # measured copy bandwidth of the device (read + written bytes/s)
 
     def t_target(self, n: int) -> float:
-        """t_T(n); n beyond the measured range is extrapolated linearly from the last two points."""
+        """t_T(n); n beyond the measured range is extrapolated linearly from the last two points, never
+        downwards (a forward over more tokens does not cost less: two noisy points whose last one came out
+        lower would otherwise extrapolate towards zero or below)."""
         if n < 1:
             raise ValueError("n must be >= 1")
         if n <= len(self.target_s):
             return self.target_s[n - 1]
         if len(self.target_s) == 1:
             return self.target_s[0]
-        slope = self.target_s[-1] - self.target_s[-2]
+        slope = max(0.0, self.target_s[-1] - self.target_s[-2])
         return self.target_s[-1] + slope * (n - len(self.target_s))
 
     def step_s(self, drafted: int) -> float:

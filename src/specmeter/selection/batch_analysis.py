@@ -6,8 +6,9 @@ Two sections of the result JSON (docs/results.md, docs/metrics.md "speedup at ba
   the per-position acceptance of the tune sweep's source run, the best k per batch size (0 when nothing
   pays), the *crossover* (the smallest batch size from which speculation no longer pays) and the schedule,
   as vLLM's ``num_speculative_tokens_per_batch_size`` and as ``serve --k-schedule``.
-* ``bench --batch B``: E_meas at batch B (the golden set in waves of B concurrent sequences) next to what the
-  surface predicts for those very waves and for the steady state, with the relative error.
+* ``bench --batch B``: E_meas at batch B (the golden set in waves of B concurrent sequences, kept at B rows
+  until each wave's last request finishes) next to what the surface predicts for those very steps and for
+  the steady state, with the relative error.
 
 Plain JSON values only; no torch.
 """
@@ -23,9 +24,9 @@ from specmeter.metrics.batch_surface import (
     CostSurface,
     acceptance_length_by_k,
     predict_speedup_batched,
-    predict_speedup_waves,
+    predict_speedup_recorded,
 )
-from specmeter.metrics.records import RequestRecord, RunRecord
+from specmeter.metrics.records import RunRecord
 from specmeter.metrics.speedup import pair_latencies, speedup_measured
 from specmeter.metrics.stats import paired_speedup_ci
 
@@ -117,13 +118,6 @@ def analyse_batch_tune(
     }
 
 
-def _waves(records: Sequence[RequestRecord], batch: int) -> list[list[list[int]]]:
-    """Per wave of ``batch`` consecutive requests, each request's drafted tokens per step."""
-    return [
-        [[s.drafted for s in r.steps] for r in records[i : i + batch]] for i in range(0, len(records), batch)
-    ]
-
-
 def analyse_batch_bench(
     batch: int, baseline: RunRecord, candidates: Sequence[RunRecord], surface: CostSurface
 ) -> dict[str, Any]:
@@ -139,8 +133,8 @@ def analyse_batch_bench(
         steady = waves = None
         if any(p.k > 0 for p in surface.points):  # a model-free method's surface holds plain steps only
             steady = predict_speedup_batched(surface, batch, run.k, tau)
-            waves = predict_speedup_waves(
-                surface, _waves(baseline.requests, batch), _waves(run.requests, batch)
+            waves = predict_speedup_recorded(
+                surface, [r.steps for r in baseline.requests], [r.steps for r in run.requests]
             )
         rows.append(
             {
@@ -159,8 +153,9 @@ def analyse_batch_bench(
         "surface": surface_section(surface),
         "candidates": rows,
         "assumes": ASSUMES,
-        "waves": "the golden set in waves of B prompts decoded together; the wave prediction replays each "
-        "request's recorded steps with the surface's step costs, so the batch shrinks as requests finish",
+        "waves": "the golden set in waves of B prompts that start together, the batch kept at B rows by "
+        "background requests until the wave's last one finishes (continuous batching's steady state); the "
+        "wave prediction prices each request's recorded steps at the surface's t_step(batch, depth)",
     }
 
 

@@ -23,7 +23,9 @@ learns what was committed. The loops (``engine.speculative``, one sequence; ``en
 ``commit(row, tokens)``
     the tokens the row committed after a step (its first token after the prefill included), cut at EOS;
 ``finish(row)``, ``move(src, dst)``
-    a sequence ended; the batched loop moved the last row into a freed one.
+    a sequence ended; the batched loop moved the last row into a freed one. ``discard(row)`` instead of
+    ``finish``: a sequence that only kept the batch full ended, and nothing of it is to be remembered
+    across sequences;
 
 A proposer may propose fewer tokens than asked (no n-gram match: none at all); the step then verifies
 what there is, and records ``drafted`` as the number proposed. The draft model is one proposer
@@ -97,6 +99,11 @@ class Proposer:
 
     def finish(self, row: int) -> None:
         """The sequence in row ``row`` ended."""
+
+    def discard(self, row: int) -> None:
+        """The sequence in row ``row`` ended and is forgotten: it kept the batch full, it was not traffic.
+        Only a proposer that learns across sequences differs from ``finish``."""
+        self.finish(row)
 
     def move(self, src: int, dst: int) -> None:
         """The sequence in row ``src`` now lives in row ``dst`` (``src`` is free)."""

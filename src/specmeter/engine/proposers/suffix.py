@@ -387,6 +387,12 @@ class SuffixProposer(ModelFreeProposer):
     def finish(self, row: int) -> None:
         self.cache.stop_request(self._rows.pop(row))
 
+    def discard(self, row: int) -> None:
+        request = self._rows.pop(row)
+        self.cache.stop_request(request)
+        if request in self.cache.cached_requests:  # its response leaves the global tree
+            self.cache.evict_cached_response(request)
+
     def move(self, src: int, dst: int) -> None:
         self._rows[dst] = self._rows.pop(src)
 
