@@ -14,13 +14,16 @@ import pytest
 from safetensors import safe_open
 from typer.testing import CliRunner
 
-from specmeter.bundled.demo import LOAD_QUICK
+from specmeter.bundled.demo import LOAD_QUICK, QUICK_PROMPTS
 from specmeter.bundled.models import DRAFTS, TARGET, bundled_model, missing_models
 from specmeter.cli.app import app
 from specmeter.engine.loader import load_model, load_tokenizer, tokenizer_mismatch
 from specmeter.engine.schedule import KSchedule
+from specmeter.methods import parse_method
 
 MIB = 1024 * 1024
+EAGLE = parse_method(f"eagle:head={bundled_model('eagle-legal')}").label
+METHODS = ("ngram:min=5,max=5", "suffix", "layers:n=4", EAGLE)
 
 
 def test_bundled_models_are_shipped() -> None:
@@ -63,7 +66,7 @@ def test_demo_quick_tells_the_story(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["quick"] is True
     rows = summary["rows"]
-    names = (*DRAFTS, "ngram:min=5,max=5", "suffix")
+    names = (*DRAFTS, *METHODS)
     assert {(r["domain"], r["draft"]) for r in rows} == {(d, n) for d in ("general", "legal") for n in names}
     for r in rows:
         if r["draft"] in DRAFTS:
@@ -77,21 +80,62 @@ def test_demo_quick_tells_the_story(tmp_path: Path) -> None:
     compat = json.loads((out / "compat.json").read_text())
     assert [p["verdict"] for p in compat["pairs"]] == ["compatible"] * 3
     assert "winner on legal" in result.stdout
-    _check_methods_section(summary, result.stdout)
+    _check_methods_section(summary, out, result.stdout)
     _check_load_section(summary, out, result.stdout)
 
 
-def _check_methods_section(summary: dict[str, Any], stdout: str) -> None:
-    """The method × domain table and the recommendation across methods (issue 26, item 5)."""
+def _check_methods_section(summary: dict[str, Any], out: Path, stdout: str) -> None:
+    """The method × domain table (the EAGLE head and layers:n among the methods, legal/redline on rows of
+    its own), the recommendation across methods and the router by category (issue 26 item 5, issue 40)."""
     methods = summary["methods"]
-    table = {(r["domain"], r["draft"]): r for r in methods["table"]}
+    table = {(r["domain"], r.get("category"), r["draft"]): r for r in methods["table"]}
+    names = (*DRAFTS, *METHODS)
+    expected = {(d, None, n) for d in ("general", "legal") for n in names}
+    assert set(table) == expected | {("legal", "legal/redline", n) for n in names}
     for domain in ("general", "legal"):
-        assert table[(domain, "suffix")]["method"] == "suffix"
-        assert table[(domain, "ngram:min=5,max=5")]["extra_memory_bytes"] == 0
-        assert table[(domain, "draft-legal")]["extra_memory_bytes"] > 0
+        assert table[(domain, None, "suffix")]["method"] == "suffix"
+        assert table[(domain, None, "ngram:min=5,max=5")]["extra_memory_bytes"] == 0
+        assert table[(domain, None, "draft-legal")]["extra_memory_bytes"] > 0
+        head = table[(domain, None, EAGLE)]
+        assert head["method"] == EAGLE and head["alpha"] is not None
+        assert table[(domain, None, "layers:n=4")]["extra_memory_bytes"] > 0  # 4 of 10 layers' KV
+    assert table[("legal", None, EAGLE)]["alpha"] > 0  # a head trained on legal text
+    assert table[("legal", None, EAGLE)]["name"] == "EAGLE eagle-legal"
     assert set(methods["by_domain"]) == {"general", "legal"}
-    assert set(methods["memory"]) == {*DRAFTS, "ngram:min=5,max=5", "suffix"}
+    assert set(methods["memory"]) == set(names)
     assert "methods × domains" in stdout and "recommendation for" in stdout
+    assert "EAGLE eagle-legal" in stdout and "layers:n=4" in stdout
+    _check_router(methods["category_router"], out, stdout)
+
+
+def _check_router(router: dict[str, Any], out: Path, stdout: str) -> None:
+    """Every category routed; the routed E recomputed from the per-request logs, as the ratio of sums."""
+    latency: dict[tuple[str, str], float] = {}
+    category: dict[str, str] = {}
+    for domain in ("general", "legal"):
+        for line in (out / f"{domain}.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            latency[(row["run"], row["id"])] = row["latency_ms"]
+            category[row["id"]] = row["category"]
+    assert {r["category"] for r in router["categories"]} == set(category.values())
+    assert "legal/redline" in set(category.values())
+    assert router["requests_paired"] == len(category) == 2 * QUICK_PROMPTS
+    base = routed = 0.0
+    for row in router["categories"]:
+        pick = row["pick"]
+        run = "baseline" if pick["draft"] is None else f"{pick['draft']}@k={pick['k']}"
+        ids = [i for i, c in category.items() if c == row["category"]]
+        assert row["requests"] == len(ids)
+        base += sum(latency[("baseline", i)] for i in ids)
+        routed += sum(latency[(run, i)] for i in ids)
+        # The pick is the best of every candidate (or the target alone where none reaches 1.00×).
+        best = max(c["speedup_measured"] for c in row["by_candidate"])
+        assert pick["speedup_measured"] == pytest.approx(max(best, 1.0))
+    everything = router["all"]
+    assert everything["router"]["speedup_measured"] == pytest.approx(base / routed, rel=1e-4)
+    assert everything["router"]["speedup_measured"] >= everything["single"]["speedup_measured"] - 1e-9
+    assert set(router["domains"]) == {"general", "legal"}
+    assert "router by category" in stdout and "routed E_meas over all traffic" in stdout
 
 
 def _check_load_section(summary: dict[str, Any], out: Path, stdout: str) -> None:
@@ -150,7 +194,8 @@ def test_demo_interrupted_ends_like_every_measuring_command(
     out = tmp_path / "demo"
     result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out), "--no-store"])
     assert result.exit_code == 130, result.output
-    assert "Interrupted after 1 of 8 prompts" in result.output and "Traceback" not in result.output
+    assert f"Interrupted after 1 of {QUICK_PROMPTS} prompts" in result.output
+    assert "Traceback" not in result.output
     general = json.loads((out / "general.json").read_text())
     assert general["complete"] is False and general["baseline"]["summary"]["requests"] == 1
     assert (out / "report-general.html").is_file() and not (out / "summary.json").exists()

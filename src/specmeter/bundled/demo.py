@@ -2,12 +2,20 @@
 
 A target that knows everyday and contract text, two general drafts (A: a tenth of its size, B: a fiftieth)
 and a draft distilled from the target on legal text (C). :func:`run_demo` checks that the drafts can serve
-the target, benches A, B and C against the target on the held-out general and legal golden sets (greedy,
-k=4) through the measuring core, sweeps k for the best legal draft, prices the result with the field
-report's ROI inputs, and writes JSON, CSV, per-request logs and HTML reports to one directory; the summary
-names the winner per domain, the pairs in the danger zone, and checks the story's claims as measured. Its
-benches are stored as ``bench`` runs (kind ``bench``, ``run.config.domain`` naming the set), so ``compare``
-sets them against a later ``bench`` of the same golden set as it would two benches.
+the target, benches A, B and C and the methods — n-gram lookup, suffix decoding, layer skipping
+(``layers:n=4``) and the bundled EAGLE head — against the target on the held-out general and legal golden
+sets (greedy, k=4) through the measuring core, sweeps k for the best legal draft, prices the result with the
+field report's ROI inputs, and writes JSON, CSV, per-request logs and HTML reports to one directory; the
+summary names the winner per domain, the pairs in the danger zone, and checks the story's claims as measured
+(each with its threshold and margin). Its benches are stored as ``bench`` runs (kind ``bench``,
+``run.config.domain`` naming the set), so ``compare`` sets them against a later ``bench`` of the same golden
+set as it would two benches.
+
+The methods' story (:func:`methods_section`, ``summary.json`` → ``methods``): the method × domain table,
+with ``legal/redline`` (:data:`SPLIT_CATEGORIES`) on rows of its own; per domain the candidate ``select
+--mix`` recommends; and the router by category (``selection.route_analysis``): every category's best
+candidate by end-to-end E_meas, the routed E per domain and over all traffic from the paired request
+latencies, and its gain over the best single candidate for all traffic.
 
 "Where speculation stops paying" (:func:`load_section`) takes the legal winner under batched decoding on a
 subset of the legal prompts: measured at B = 1, 4, 16 (``bench --batch B``: waves of B concurrent
@@ -25,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specmeter.bundled.models import CANDIDATE_LETTER, DRAFTS, TARGET, bundled_model
+from specmeter.bundled.models import CANDIDATE_LETTER, DRAFTS, HEADS, TARGET, bundled_model
 from specmeter.economics.roi import RoiInputs, compute_roi
 from specmeter.measuring.config import MeasureConfig
 from specmeter.measuring.errors import EXIT_NOISY_MACHINE, EXIT_OK, MeasureError
@@ -35,7 +43,8 @@ from specmeter.report.files import write_json_atomic
 if TYPE_CHECKING:
     from specmeter.measuring.run import Measurement
 
-__all__ = ["LOAD", "LOAD_QUICK", "SEED_ROI", "DemoOutcome", "LoadPlan", "load_section", "run_demo",
+__all__ = ["DEMO_METHODS", "LOAD", "LOAD_QUICK", "QUICK_PROMPTS", "SEED_ROI", "SPLIT_CATEGORIES",
+           "DemoOutcome", "LoadPlan", "head_specs", "load_section", "methods_section", "run_demo",
            "story_checks", "strict_exit", "summarize_demo"]  # fmt: skip
 
 # The field report's economics: 2.5x on an instance 1.75x the price gives -30% monthly cost. The volume,
@@ -57,10 +66,22 @@ SEED_ROI = {
 # methods add two runs per prompt, each about as long as the baseline's; with 60 prompts the demo took
 # 9 min 1 s (50 prompts: 8 min 43 s) and a fresh install takes 1 min 24 s more, over the 10-minute budget,
 # so the benches take 40 (the legal bench is the longest part: A and B draft 4 tokens and keep almost none).
+# Layer skipping and the EAGLE head add two runs more (at 0.55× and 0.65× on general text, 0.82× and 1.75× on
+# legal, about 3.4 and 1.8 baseline runs' time): on 2026-12-05 the whole demo took 6 min 22 s on 2 quiet
+# cores (general bench 1 min 44 s, legal 2 min 14 s; the last run without them had taken 5 min 32 s), about
+# 7 min 46 s with a fresh install's 1 min 24 s added, so the benches keep 40 prompts.
 BENCH_PROMPTS, BENCH_TOKENS, TUNE_PROMPTS = 40, 48, 24
-# Model-free methods benched beside the drafts (docs/methods.md), at their engines' defaults: vLLM's n-gram
-# lookup and ArcticInference's suffix decoding. They need no weights and no training.
-DEMO_METHODS = ("ngram", "suffix")
+# `--quick` benches the first 11 prompts of each set: one of each legal category, `legal/redline` (the 11th)
+# included, so the smoke run shows every row and category the full run does.
+QUICK_PROMPTS = 11
+# Methods benched beside the drafts (docs/methods.md): vLLM's n-gram lookup and ArcticInference's suffix
+# decoding at their engines' defaults (no weights, no training), and layer skipping on the target's own first
+# 4 of its 10 layers (no weights of its own). The bundled EAGLE head joins them (:func:`head_specs`).
+DEMO_METHODS = ("ngram", "suffix", "layers:n=4")
+# Categories shown on their own rows of the method × domain table beside their domain: redlining
+# (a clause quoted, then restated as amended) is the legal task whose answer copies its prompt, where a
+# copying method can win while the distilled draft wins the rest of legal text (docs/methods.md).
+SPLIT_CATEGORIES = ("legal/redline",)
 
 
 @dataclass(frozen=True)
@@ -120,16 +141,62 @@ def _bench(
     return outcome.result, matched, outcome.exit_code, m
 
 
-def _rows(domain: str, result: dict[str, Any], matched: dict[str, list[int]]) -> list[dict[str, Any]]:
+def head_specs(models: Path | None = None) -> dict[str, str]:
+    """The EAGLE heads the demo benches, as method specs (``eagle:head=DIR``), each with the short name the
+    tables show it by (``EAGLE eagle-legal``, as a draft is ``A draft-general``). A ``--models`` directory
+    without a head directory benches none (a head belongs to its target)."""
+    specs = {}
+    for name in HEADS:
+        path = bundled_model(name, models)
+        if (path / "config.json").is_file():
+            specs[f"eagle:head={path}"] = f"EAGLE {name}"
+    return specs
+
+
+def _spec_shown(spec: str, models: Path | None) -> str:
+    """A bundled head's spec as a command line names it (``eagle:head=bundled:eagle-legal``)."""
+    if models is not None:
+        return spec
+    return next((f"eagle:head=bundled:{h}" for h in HEADS if spec == f"eagle:head={bundled_model(h)}"), spec)
+
+
+def _names(result: dict[str, Any], heads: dict[str, str]) -> dict[str, str]:
+    """Each candidate's run name (``draft`` in results) -> how the demo shows it: ``A draft-general`` for
+    a bundled draft, a method by its label, an EAGLE head as :func:`head_specs` names it."""
+    from specmeter.methods import parse_method
+
+    shown = {parse_method(spec).label: display for spec, display in heads.items()}
+    names = {}
+    for c in result["candidates"]:
+        draft = c["draft"]
+        letter = CANDIDATE_LETTER.get(draft)
+        names[draft] = f"{letter} {draft}" if letter else shown.get(draft, draft)
+    return names
+
+
+def _rows(
+    domain: str,
+    result: dict[str, Any],
+    matched: dict[str, list[int]],
+    names: dict[str, str],
+    *,
+    category: str | None = None,
+) -> list[dict[str, Any]]:
+    """One row per candidate of a domain's bench: its whole summary, or with ``category`` that category's
+    (``by_category``; candidates without one are left out). ``outputs_matched`` counts the whole domain."""
     from specmeter.methods import method_of_entry
 
     rows = []
     for c in result["candidates"]:
-        s = c["summary"]
+        s = c["summary"] if category is None else (c.get("by_category") or {}).get(category)
+        if s is None:
+            continue
         rows.append(
             {
                 "domain": domain,
+                "category": category,
                 "draft": c["draft"],
+                "name": names.get(c["draft"], c["draft"]),
                 "candidate": CANDIDATE_LETTER.get(c["draft"], "·"),  # a method: its label says it
                 "method": method_of_entry(c),
                 "k": c["k"],
@@ -147,7 +214,7 @@ def _rows(domain: str, result: dict[str, Any], matched: dict[str, list[int]]) ->
                 "danger_reasons": s["danger_reasons"],
                 "verdict": s.get("verdict"),
                 "warnings": s.get("warnings") or [],
-                "outputs_matched": matched.get(c["draft"]),
+                "outputs_matched": matched.get(c["draft"]) if category is None else None,
             }
         )
     return rows
@@ -211,16 +278,21 @@ def run_demo(
         size = f"{params / 1e6:.2f}M params" if params else "size unknown"
         reporter.note(f"compat  {d:<14} {size:<14} {c['verdict']}")
 
+    heads = head_specs(models)
+    if not heads:
+        reporter.note(f"no {', '.join(HEADS)} in {models}: the demo benches no EAGLE head")
+    methods = [*DEMO_METHODS, *heads]
     results: dict[str, dict[str, Any]] = {}
     matches: dict[str, dict[str, list[int]]] = {}
     measured: dict[str, Measurement] = {}
     for domain in ("general", "legal"):
-        reporter.note(
-            f"\nbench {domain} golden set: baseline, A, B, C, {', '.join(DEMO_METHODS)} (greedy, k=4)"
+        shown = ", ".join(
+            [*DEMO_METHODS, *(f"{name} ({_spec_shown(spec, models)})" for spec, name in heads.items())]
         )
+        reporter.note(f"\nbench {domain} golden set: baseline, A, B, C, {shown} (greedy, k=4)")
         cfg = MeasureConfig(
-            target=target, drafts=[*drafts, *DEMO_METHODS], prompts=bundled_prompts(domain), k=[4],
-            max_tokens=32 if quick else BENCH_TOKENS, limit=8 if quick else BENCH_PROMPTS,
+            target=target, drafts=[*drafts, *methods], prompts=bundled_prompts(domain), k=[4],
+            max_tokens=32 if quick else BENCH_TOKENS, limit=QUICK_PROMPTS if quick else BENCH_PROMPTS,
             json_out=out / f"{domain}.json", csv_out=out / f"{domain}.csv", log_out=out / f"{domain}.jsonl",
             cost_repeats=3 if quick else 9, kind="bench", store=store, threads=threads,
             extra={"domain": domain},
@@ -229,7 +301,8 @@ def run_demo(
         if code != EXIT_OK:
             return DemoOutcome(None, code, results)
 
-    rows = [row for d, r in results.items() for row in _rows(d, r, matches[d])]
+    names = {draft: name for r in results.values() for draft, name in _names(r, heads).items()}
+    rows = [row for d, r in results.items() for row in _rows(d, r, matches[d], names)]
     # The k sweep and the batching section take the best legal *draft* (a model directory).
     legal = [
         r for r in rows
@@ -274,7 +347,14 @@ def run_demo(
     roi = _roi(best_legal["speedup_measured"] if best_legal else None)
     write_json_atomic(out / "roi.json", roi, marker="demo-roi")
     summary = summarize_demo(rows, results, tune_result, roi, quick=quick, load=load)
-    summary["methods"] = methods_section(measured, rows)
+    split = [
+        row
+        for d, r in results.items()
+        for category in SPLIT_CATEGORIES
+        if category.split("/", 1)[0] == d
+        for row in _rows(d, r, matches[d], names, category=category)
+    ]
+    summary["methods"] = methods_section(measured, [*rows, *split], names)
     runs = {**results, **({"tune-legal": tune_result} if tune_result else {}), **batch_runs}
     # How quiet the machine was during each run (the hygiene section of its result).
     summary["machine"] = {name: (r.get("hygiene") or {}).get("verdict") for name, r in runs.items()}
@@ -282,12 +362,18 @@ def run_demo(
     return DemoOutcome(summary, strict_exit(runs, reporter) if strict else EXIT_OK, runs)
 
 
-def methods_section(measured: dict[str, Measurement], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The method × domain table and the per-domain recommendation across methods: ``select --mix``'s
-    analysis (``selection.select_analysis``) over both golden sets at once, each domain weighted equally;
-    every candidate is paired with the baseline of its own domain's bench."""
+def methods_section(
+    measured: dict[str, Measurement], rows: list[dict[str, Any]], names: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The method × domain table (``rows``: a row per candidate and domain, and per candidate and split
+    category), the per-domain recommendation across methods — ``select --mix``'s analysis
+    (``selection.select_analysis``) over both golden sets at once, each domain weighted equally — and the
+    router by category (``selection.route_analysis``: each category to its best candidate by end-to-end
+    E_meas, the figure the table shows, and its gain over one candidate for all traffic). Every candidate is
+    paired with the baseline of its own domain's bench; ``names`` says how each candidate is shown."""
     from dataclasses import replace
 
+    from specmeter.selection.route_analysis import analyse_routes
     from specmeter.selection.select_analysis import analyse_select
 
     benches = list(measured.values())
@@ -303,15 +389,18 @@ def methods_section(measured: dict[str, Measurement], rows: list[dict[str, Any]]
         ]
         runs.append(replace(parts[0], requests=tuple(r for p in parts for r in p.requests)))
     select = analyse_select(base, runs, {domain: 1.0 for domain in measured})
-    keys = ("domain", "draft", "candidate", "method", "k", "alpha", "alpha_ci", "tau", "tau_ci",
-            "speedup_measured", "speedup_measured_ci", "extra_memory_bytes", "danger_zone")  # fmt: skip
+    keys = ("domain", "category", "draft", "name", "candidate", "method", "k", "alpha", "alpha_ci", "tau",
+            "tau_ci", "speedup_measured", "speedup_measured_ci", "extra_memory_bytes",
+            "danger_zone")  # fmt: skip
     return {
         "table": [{key: r.get(key) for key in keys} for r in rows],
+        "names": dict(names or {}),
         "by_domain": select["recommendation"]["by_domain"],
         "router": select["recommendation"]["router"],
         "single": select["recommendation"]["single"],
         "lines": select["recommendation"]["lines"],
         "memory": select["memory"],
+        "category_router": analyse_routes(base, runs),
     }
 
 
@@ -423,38 +512,52 @@ def load_section(
 
 
 def _row(rows: list[dict[str, Any]], domain: str, draft: str) -> dict[str, Any] | None:
-    return next((r for r in rows if r["domain"] == domain and r["draft"] == draft), None)
+    return next(
+        (r for r in rows if (r["domain"], r["draft"], r.get("category")) == (domain, draft, None)), None
+    )
 
 
-def _check(name: str, value: float | None, ok: bool | None) -> dict[str, Any]:
-    return {"check": name, "measured": value, "passed": ok}
+def _check(name: str, value: float | None, threshold: float, rule: str) -> dict[str, Any]:
+    """One story check: ``value`` against ``threshold`` by ``rule`` (``>=``, ``<`` or ``==``). ``margin`` is
+    how far the value is on the passing side (negative: by how much it missed); None when unmeasured."""
+    if value is None:
+        return {"check": name, "measured": None, "threshold": threshold, "rule": rule, "passed": None,
+                "margin": None}  # fmt: skip
+    if rule == ">=":
+        passed, margin = value >= threshold, value - threshold
+    elif rule == "<":
+        passed, margin = value < threshold, threshold - value
+    elif rule == "==":
+        passed, margin = value == threshold, -abs(value - threshold)
+    else:
+        raise ValueError(f"unknown rule {rule!r}")
+    return {"check": name, "measured": value, "threshold": threshold, "rule": rule, "passed": passed,
+            "margin": margin}  # fmt: skip
 
 
 def story_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The field report's claims, each as measured against its threshold (pass, miss, or None unmeasured)
+    with its margin: the claims about the drafts A, B and C, and that greedy output stayed the target's."""
     a_legal, b_legal = _row(rows, "legal", "draft-general"), _row(rows, "legal", "draft-tiny")
     c_legal, a_general = _row(rows, "legal", "draft-legal"), _row(rows, "general", "draft-general")
     checks: list[dict[str, Any]] = []
     alpha_c = c_legal["alpha"] if c_legal else None
     alpha_a = a_legal["alpha"] if a_legal else None
-    checks.append(_check("legal: α(C) ≥ 0.60", alpha_c, None if alpha_c is None else alpha_c >= 0.60))
+    checks.append(_check("legal: α(C) ≥ 0.60", alpha_c, 0.60, ">="))
     gap = None if alpha_c is None or alpha_a is None else alpha_c - alpha_a
-    checks.append(_check("legal: α(C) ≥ α(A) + 0.20", gap, None if gap is None else gap >= 0.20))
+    checks.append(_check("legal: α(C) ≥ α(A) + 0.20", gap, 0.20, ">="))
     for label, r in (("A", a_legal), ("B", b_legal)):  # the seed's rule, now a warning beside the speedup
-        alpha = None if r is None else r["alpha"]
-        checks.append(_check(f"legal: α({label}) < 0.50", alpha, None if alpha is None else alpha < 0.5))
-    alpha_ag = a_general["alpha"] if a_general else None
-    checks.append(_check("general: α(A) ≥ 0.60", alpha_ag, None if alpha_ag is None else alpha_ag >= 0.60))
+        checks.append(_check(f"legal: α({label}) < 0.50", None if r is None else r["alpha"], 0.50, "<"))
+    checks.append(_check("general: α(A) ≥ 0.60", a_general["alpha"] if a_general else None, 0.60, ">="))
     legal = [
         r["speedup_measured"]
         for r in rows
         if r["domain"] == "legal" and r["speedup_measured"] and r["draft"] in CANDIDATE_LETTER
     ]
-    best = max(legal) if legal else None
-    checks.append(_check("legal: best E_meas ≥ 1.3x", best, None if best is None else best >= 1.3))
+    checks.append(_check("legal: best E_meas ≥ 1.3x", max(legal) if legal else None, 1.3, ">="))
     matched = [r["outputs_matched"] for r in rows if r.get("outputs_matched") is not None]
-    lossless = all(m[0] == m[1] for m in matched) if matched else None
     share = sum(m[0] for m in matched) / sum(m[1] for m in matched) if matched else None
-    checks.append(_check("greedy outputs equal target-only outputs", share, lossless))
+    checks.append(_check("greedy outputs equal target-only outputs", share, 1.0, "=="))
     return checks
 
 
@@ -482,6 +585,7 @@ def summarize_demo(
         {
             "domain": r["domain"],
             "draft": r["draft"],
+            "name": r.get("name"),
             "candidate": r["candidate"],
             "reasons": r["danger_reasons"],
         }

@@ -1,6 +1,7 @@
 """The console view of ``specmeter demo``: the closing summary of :func:`specmeter.bundled.demo.run_demo`
 (per-domain α and E_meas, winners, danger zones, the k sweep, where speculation stops paying under
-batching, ROI, the story checks) and which of its runs the machine was busy during."""
+batching, ROI, the method × domain table, the router by category, the story checks with their margins) and
+which of its runs the machine was busy during."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from specmeter.economics.view_roi import payback_cell
-from specmeter.report.fmt import fmt_bytes, fmt_ci, fmt_num, fmt_pct, fmt_speedup
+from specmeter.report.fmt import DASH, fmt_bytes, fmt_ci, fmt_num, fmt_pct, fmt_speedup, with_ci
 from specmeter.report.view import hygiene_line
 
-__all__ = ["print_machine", "render_load", "render_methods", "render_summary"]
+__all__ = ["check_text", "print_machine", "render_load", "render_methods", "render_router", "render_summary"]
 
 
 def print_machine(runs: dict[str, dict[str, Any]], console: Console) -> None:
@@ -31,6 +32,11 @@ def print_machine(runs: dict[str, dict[str, Any]], console: Console) -> None:
 _VERDICTS = {
     "pays": "[green]pays[/]", "slower": "[bold red]DANGER: slower[/]", "unclear": "[yellow]unclear[/]"
 }  # fmt: skip
+
+
+def _shown(r: dict[str, Any]) -> str:
+    """A row's candidate as the demo names it (``A draft-general``, ``suffix``, ``eagle:head=bundled:…``)."""
+    return str(r.get("name") or f"{r['candidate']} {r['draft']}")
 
 
 def _verdict(r: dict[str, Any]) -> str:
@@ -48,7 +54,7 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
     for r in summary["rows"]:
         verdict = _verdict(r)
         table.add_row(
-            r["domain"], f"{r['candidate']} {r['draft']}",
+            r["domain"], escape(_shown(r)),
             f"{fmt_num(r['alpha'], 3)} {fmt_ci(r['alpha_ci'])}", fmt_num(r["tau"]),
             f"{fmt_num(r['speedup_measured'])}× {fmt_ci(r['speedup_measured_ci'])}",
             f"{fmt_num(r['speedup_calibrated'])}×", fmt_num(r["jitter"]), verdict,
@@ -62,7 +68,7 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
             f"E_meas {fmt_num(w['speedup_measured'])}×, α {fmt_num(w['alpha'], 3)}: speculation {pays}"
         )
     gaps = [
-        f"{r['domain']} {r['draft']} {r['speedup_measured'] / r['speedup_calibrated']:.2f}"
+        f"{r['domain']} {escape(_shown(r))} {r['speedup_measured'] / r['speedup_calibrated']:.2f}"
         for r in summary["rows"]
         if r.get("speedup_measured") and r.get("speedup_calibrated")
         and r["speedup_measured"] / r["speedup_calibrated"] < 0.95
@@ -76,11 +82,10 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
         )
     for r in summary["rows"]:
         for w in r.get("warnings") or []:
-            console.print(f"[yellow]⚠[/] {r['domain']} × {r['candidate']} {r['draft']}: {w}", soft_wrap=True)
+            console.print(f"[yellow]⚠[/] {r['domain']} × {escape(_shown(r))}: {escape(w)}", soft_wrap=True)
     for d in summary["danger_zone_pairs"]:
         console.print(
-            f"[bold red]danger zone[/] {d['domain']} × {d['candidate']} {d['draft']}: "
-            + "; ".join(d["reasons"])
+            f"[bold red]danger zone[/] {d['domain']} × {escape(_shown(d))}: " + "; ".join(d["reasons"])
         )
     t = summary.get("tune")
     if t and t.get("best_k"):
@@ -104,23 +109,58 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
         render_methods(summary["methods"], console)
     console.print("\nchecks of the field report's story:")
     for c in summary["checks"]:
-        mark = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[yellow]n/a[/]"}[c["passed"]]
-        value = "" if c["measured"] is None else f" (measured {fmt_num(c['measured'], 3)})"
-        console.print(f"  {mark}  {c['check']}{value}")
+        mark = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[yellow]n/a [/]"}[c["passed"]]
+        console.print(f"  {mark}  {escape(check_text(c))}", soft_wrap=True)
+    missed = [c for c in summary["checks"] if c["passed"] is False]
+    if summary["checks"] and not missed:
+        console.print(f"all {len(summary['checks'])} checks pass")
+    elif missed:
+        short = "; ".join(f"{c['check']} by {fmt_num(-(c.get('margin') or 0.0), 3)}" for c in missed)
+        console.print(
+            f"{len(summary['checks']) - len(missed)} of {len(summary['checks'])} checks pass; "
+            f"missed: {escape(short)}",
+            soft_wrap=True,
+        )
+
+
+def check_text(check: dict[str, Any]) -> str:
+    """A story check after its pass/miss mark: the claim, the measured value, the threshold and the margin
+    (``0.203 to spare``, ``missed by 0.058``); a check from before thresholds were recorded without them."""
+    if check["measured"] is None:
+        return f"{check['check']} — not measured"
+    text = f"{check['check']} — measured {fmt_num(check['measured'], 3)}"
+    if check.get("threshold") is None or check.get("margin") is None:
+        return text
+    margin = check["margin"]
+    side = (
+        "missed by " + fmt_num(-margin, 3)
+        if check["passed"] is False
+        else "met" if margin == 0 else fmt_num(margin, 3) + " to spare"
+    )  # fmt: skip
+    return f"{text}, threshold {fmt_num(check['threshold'])}: {side}"
 
 
 def render_methods(methods: dict[str, Any], console: Console) -> None:
-    """The method × domain table (α, τ, E_meas with intervals, extra memory) and, per domain, the method
-    ``select --mix`` would route that domain's traffic to."""
-    table = Table(title="methods × domains — drafts and model-free methods (greedy, k=4)")
+    """The method × domain table (α, τ, E_meas with intervals, extra memory; the split categories on rows of
+    their own), per domain the candidate ``select --mix`` would route that domain's traffic to, and the
+    router by category (:func:`render_router`)."""
+    names: dict[str, str] = methods.get("names") or {}
+    table = Table(
+        title="methods × domains — drafts, model-free methods, layer skipping, EAGLE head (greedy, k=4; "
+        "E_meas end to end)"
+    )
     for col in ("method", "domain", "α [95% CI]", "τ [95% CI]", "E_meas [95% CI]", "extra memory"):
         table.add_column(col)
-    for r in sorted(methods["table"], key=lambda r: (r["method"] == "draft_model", r["draft"], r["domain"])):
-        name = r["draft"] if r["method"] != "draft_model" else f"{r['candidate']} {r['draft']}"
+    rows = sorted(methods["table"], key=_table_order)
+    for i, r in enumerate(rows):
+        last = i + 1 == len(rows) or rows[i + 1]["draft"] != r["draft"]
+        name = _shown(r) if r.get("name") else _method_name(r)
         table.add_row(
-            escape(name), r["domain"], f"{fmt_num(r['alpha'], 3)} {fmt_ci(r['alpha_ci'])}",
-            f"{fmt_num(r['tau'])} {fmt_ci(r.get('tau_ci'))}", _with_ci(r["speedup_measured"],
-            r["speedup_measured_ci"], True), fmt_bytes(r.get("extra_memory_bytes")),
+            escape(name), escape(r.get("category") or r["domain"]),
+            f"{fmt_num(r['alpha'], 3)} {fmt_ci(r['alpha_ci'])}",
+            f"{fmt_num(r['tau'])} {fmt_ci(r.get('tau_ci'))}",
+            _with_ci(r["speedup_measured"], r["speedup_measured_ci"], True),
+            fmt_bytes(r.get("extra_memory_bytes")), end_section=last,
         )  # fmt: skip
     console.print()
     console.print(table)
@@ -130,12 +170,112 @@ def render_methods(methods: dict[str, Any], console: Console) -> None:
                 f"recommendation for [bold]{domain}[/]: no speculation (nothing beats the target alone)"
             )
         else:
+            name = names.get(pick["draft"], str(pick["draft"]))
             console.print(
-                f"recommendation for [bold]{domain}[/]: {escape(str(pick['draft']))} at k={pick['k']} "
-                f"(E_meas {fmt_speedup(pick['speedup_measured'])})"
+                f"recommendation for [bold]{domain}[/]: {escape(name)} "
+                f"at k={pick['k']} (E_meas {fmt_speedup(pick['speedup_measured'])})"
             )
     for line in methods.get("lines") or []:
+        for draft, name in names.items():  # a long label (an EAGLE head's path) as the tables show it
+            if draft.startswith("eagle:"):
+                line = line.replace(draft, name)
         console.print(f"  {escape(line)}", soft_wrap=True)
+    if methods.get("category_router"):
+        render_router(methods["category_router"], names, console)
+
+
+def _table_order(r: dict[str, Any]) -> tuple[bool, str, str, str]:
+    """Methods first, by label, then the drafts A, B, C; each with its domains, a split category after its
+    domain."""
+    draft = r["method"] == "draft_model"
+    return draft, str(r["candidate"] if draft else r["draft"]), r["domain"], r.get("category") or ""
+
+
+def _method_name(r: dict[str, Any]) -> str:
+    return str(r["draft"]) if r["method"] != "draft_model" else f"{r['candidate']} {r['draft']}"
+
+
+def _option(option: dict[str, Any] | None, names: dict[str, str]) -> str:
+    if option is None:
+        return DASH
+    return "target alone" if option["draft"] is None else names.get(option["draft"], str(option["draft"]))
+
+
+def _gain(value: Any, ci: Any) -> str:
+    if value is None:
+        return DASH
+    text = f"{value:+.0%}"
+    return text if not ci else f"{text} [{ci[0]:+.0%}, {ci[1]:+.0%}]"
+
+
+def _separated(row: dict[str, Any], min_requests: int) -> str:
+    if row["separated"] is True:
+        return "[green]yes[/]"
+    if row["separated"] is False:
+        return "[yellow]no (overlap)[/]"
+    if row["requests"] < min_requests:
+        return f"n < {min_requests}"
+    return DASH
+
+
+def _pick_speedup(option: dict[str, Any]) -> str:
+    """A pick's E with its interval; the target alone's is 1.00× exactly, with no interval to show."""
+    if option["draft"] is None:
+        return fmt_speedup(option["speedup_measured"])
+    return _with_ci(option["speedup_measured"], option["speedup_measured_ci"], True)
+
+
+def render_router(router: dict[str, Any], names: dict[str, str], console: Console) -> None:
+    """The router by category (``selection.route_analysis``): each category's pick with its interval, the
+    runner-up and whether they are separated; then the routed E per domain and over all traffic beside the
+    best single candidate, the gain, and the held-out figure."""
+    min_requests = int(router.get("min_ci_requests") or 0)
+    table = Table(
+        title="router by category — each category to the candidate with its best E_meas (end to end, k=4)"
+    )
+    for col in ("category", "n", "routed to", "E_meas [95% CI]", "runner-up", "separated"):
+        table.add_column(col)
+    rows = router["categories"]
+    for i, row in enumerate(rows):
+        pick, runner = row["pick"], row["runner_up"]
+        second = _option(runner, names)
+        if runner is not None:
+            second += f" {fmt_speedup(runner['speedup_measured'])}"
+        mark = " ‡" if row.get("differs_from_domain") else ""
+        table.add_row(
+            escape(row["category"]), str(row["requests"]), escape(_option(pick, names)) + mark,
+            _pick_speedup(pick), escape(second),
+            _separated(row, min_requests),
+            end_section=i + 1 < len(rows) and rows[i + 1]["domain"] != row["domain"],
+        )  # fmt: skip
+    table.caption = (
+        "‡ not its domain's best single candidate: routing the category on its own changes its method. "
+        "Separated: the 95% intervals of the pick and the runner-up do not overlap"
+        + (f"; a category of fewer than {min_requests} requests has no interval" if min_requests else "")
+    )
+    console.print()
+    console.print(table)
+    scopes = [(f"on [bold]{d}[/]", s, f"all of {d}") for d, s in router["domains"].items()]
+    scopes.append(("over [bold]all traffic[/]", router["all"], "all traffic"))
+    for where, s, whole in scopes:
+        r, single, held = s["router"], s["single"], s["held_out"]
+        routed = with_ci(fmt_speedup(r["speedup_measured"]), r["speedup_measured_ci"])
+        one = with_ci(fmt_speedup(single["speedup_measured"]), single["speedup_measured_ci"])
+        console.print(
+            f"routed E_meas {where}: {routed} against {escape(_option(single, names))} for {whole} {one}: "
+            f"{_gain(s['gain_over_single'], s['gain_over_single_ci'])}; held out "
+            f"{fmt_speedup(held['speedup_measured'])} ({_gain(held['gain_over_single'], None)})",
+            soft_wrap=True,
+        )
+    separated = [sum(1 for row in rows if row["separated"] is s) for s in (True, False, None)]
+    console.print(
+        "  E = Σ baseline time / Σ routed time over the requests, each timed with its category's pick. The "
+        "picks are chosen on the requests they are scored on, so the routed E is an upper estimate; held out "
+        "times each request with the pick of its category's other requests. "
+        f"Of {len(rows)} categories' picks, {separated[0]} are separated from their runner-up, "
+        f"{separated[1]} are not (their intervals overlap) and {separated[2]} have no interval to tell.",
+        soft_wrap=True,
+    )
 
 
 def _matched(row: dict[str, Any]) -> str:

@@ -32,7 +32,8 @@ def demo(
     models: Path | None = typer.Option(
         None,
         "--models",
-        help="Directory with target/ draft-general/ draft-tiny/ draft-legal/ (default: bundled).",
+        help="Directory with target/ draft-general/ draft-tiny/ draft-legal/, and eagle-legal/ (an EAGLE "
+        "head for that target) to bench one (default: bundled).",
     ),
     strict: bool = typer.Option(
         False,
@@ -43,8 +44,9 @@ def demo(
     *,
     options: dict[str, Any],
 ) -> None:
-    """The field report on bundled models: compat, bench of A/B/C on general and legal, k sweep, where
-    speculation stops paying under batching (B = 1, 4, 16 measured, the predicted curve, a schedule), ROI."""
+    """The field report on bundled models: compat, bench of A/B/C, n-gram, suffix decoding, layer skipping
+    and the EAGLE head on general and legal, the router by category, k sweep, where speculation stops
+    paying under batching (B = 1, 4, 16 measured, the predicted curve, a schedule), ROI."""
     from specmeter.bundled.demo import run_demo
     from specmeter.bundled.models import missing_models
 

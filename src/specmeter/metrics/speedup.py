@@ -16,6 +16,7 @@ from specmeter.metrics.costmodel import DecodeBudget, StepMix, predict_step_mix
 from specmeter.metrics.records import CostCurve, RequestRecord
 
 __all__ = [
+    "by_occurrence",
     "cost_ratio",
     "pair_latencies",
     "predict_speedup_calibrated",
@@ -88,23 +89,33 @@ def predict_speedup_calibrated(
     return speedup_calibrated(predict_step_mix(budgets, conditional, k), curve)
 
 
+def by_occurrence(requests: Iterable[RequestRecord]) -> dict[tuple[str, int], RequestRecord]:
+    """Requests keyed by (id, n): the n-th occurrence of an id, counted from 0 in run order. Two runs pair
+    request by request on these keys, so a workload that repeats a prompt still pairs like with like."""
+    seen: dict[str, int] = {}
+    out: dict[tuple[str, int], RequestRecord] = {}
+    for r in requests:
+        n = seen.get(r.id, 0)
+        seen[r.id] = n + 1
+        out[(r.id, n)] = r
+    return out
+
+
 def pair_latencies(
     spec: Iterable[RequestRecord], baseline: Iterable[RequestRecord], *, decode_only: bool = False
 ) -> tuple[list[float], list[float]]:
     """(baseline times, speculative times) of the requests present in both runs, paired by id.
 
-    The n-th occurrence of an id in one run pairs with the n-th in the other, so a workload that repeats
-    a prompt still pairs like with like. ``decode_only`` uses latency − TTFT, removing prefill and queueing.
+    The n-th occurrence of an id in one run pairs with the n-th in the other (:func:`by_occurrence`), so a
+    workload that repeats a prompt still pairs like with like. ``decode_only`` uses latency − TTFT,
+    removing prefill and queueing.
     """
 
     def keyed(requests: Iterable[RequestRecord]) -> dict[tuple[str, int], float]:
-        seen: dict[str, int] = {}
-        out: dict[tuple[str, int], float] = {}
-        for r in requests:
-            n = seen.get(r.id, 0)
-            seen[r.id] = n + 1
-            out[(r.id, n)] = r.latency_s - r.ttft_s if decode_only else r.latency_s
-        return out
+        return {
+            key: r.latency_s - r.ttft_s if decode_only else r.latency_s
+            for key, r in by_occurrence(requests).items()
+        }
 
     spec_times = keyed(spec)
     base_times = keyed(baseline)

@@ -21,6 +21,7 @@ from specmeter.methods import DRAFT_MODEL
 from specmeter.metrics.acceptance import acceptance_counts, acceptance_rate
 from specmeter.metrics.memory import extra_memory_bytes
 from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, RunRecord
+from specmeter.metrics.speedup import by_occurrence
 from specmeter.metrics.summary import judge, summarize
 from specmeter.report.fmt import fmt_bytes
 from specmeter.selection.mix import assign_domains, bootstrap_weighted, weighted_speedups
@@ -59,13 +60,7 @@ def domains_of(
 
 def _keyed(requests: Sequence[RequestRecord]) -> dict[tuple[str, int], RequestRecord]:
     """Requests by (id, occurrence), pairing like ``speedup.pair_latencies``."""
-    seen: dict[str, int] = {}
-    out = {}
-    for r in requests:
-        n = seen.get(r.id, 0)
-        seen[r.id] = n + 1
-        out[(r.id, n)] = r
-    return out
+    return by_occurrence(requests)
 
 
 def _interval(samples: np.ndarray | None) -> list[float] | None:
