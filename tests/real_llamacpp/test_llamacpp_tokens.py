@@ -2,7 +2,7 @@
 
 The GGUFs were converted with the pre-tokenizer named ``gpt-2`` (tests/real_llamacpp/convert_gguf.py: the
 converter does not know our vocabulary's fingerprint). That is a claim about the tokenizer, checked here
-on all 315 golden prompts (165 legal, 150 general): llama-server's ``/tokenize`` with ``add_special`` —
+on all 360 golden prompts (180 legal, 180 general): llama-server's ``/tokenize`` with ``add_special`` —
 what its completion endpoints do to a prompt, BOS included if the vocabulary asked for one — must return the
 ids specmeter's native engine prefills (``render_prompt`` with the model's transformers tokenizer), and
 ``/detokenize`` must give the text back. Any difference in the split pattern, the byte-level mapping,
@@ -34,7 +34,7 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_golden_prompts_tokenize_as_the_bundled_tokenizer(url: str) -> None:
     tokenizer = AutoTokenizer.from_pretrained(bundled_model("target"))
     prompts = [p for path in (LEGAL, GENERAL) for p in load_workload(path).prompts]
-    assert len(prompts) == 315 and all(p.text is not None for p in prompts)
+    assert len(prompts) == 360 and all(p.text is not None for p in prompts)
     mismatched = []
     with httpx.Client(timeout=30) as client:
         for prompt in prompts:

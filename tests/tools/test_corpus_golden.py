@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import Counter
 from pathlib import Path
@@ -13,6 +14,7 @@ from corpus import (
     GOLDEN_SEED,
     GOLDEN_SIZES,
     Register,
+    added_categories,
     categories,
     category_spec,
     default_golden_dir,
@@ -21,10 +23,25 @@ from corpus import (
     write_golden_sets,
 )
 from corpus.cli import main
-from corpus.golden import MAX_QUOTE_WORDS, MAX_WORDS, MIN_WORDS, TrainingPrefixes, cut_prompt
+from corpus.golden import (
+    MAX_QUOTE_WORDS,
+    MAX_WORDS,
+    MIN_WORDS,
+    TrainingPrefixes,
+    cut_prompt,
+    golden_candidate,
+)
+from corpus.stats import copied_fraction
 from specmeter.workloads import load_workload
 
 REGISTERS: tuple[Register, ...] = ("general", "legal")
+# sha256 of the "category<TAB>prompt" lines, in file order, of every prompt but those of the two
+# sub-categories issue 40 added, as the bundled files had them before (commit 95c9458).
+EARLIER_PROMPTS_SHA256 = {
+    "general": "1110d8e29ff042b9d1190d59e21d4e7846f2433c6424dbc34a93cb005f0a7028",
+    "legal": "1905ca578ce581b4b3265376cc4d3b5adf111e760846192a445bac6d49ac6afe",
+}
+ADDED_BY_ISSUE_40 = frozenset({"general/extract", "legal/review"})
 
 
 def _golden(register: Register) -> Path:
@@ -35,7 +52,7 @@ def _golden(register: Register) -> Path:
 def test_golden_set_loads_balanced(register: Register) -> None:
     workload = load_workload(_golden(register))
     size = GOLDEN_SIZES[register]
-    assert len(workload) == size == {"general": 150, "legal": 165}[register]
+    assert len(workload) == size == {"general": 180, "legal": 180}[register]
     names = categories(register)
     counts = Counter(p.category for p in workload)
     assert set(counts) == set(names)
@@ -65,8 +82,57 @@ def test_legal_golden_set_has_a_redlining_category() -> None:
         _, _, amended = text[quote_end + 1 :].partition(". ")
         assert amended and 2 <= len(amended.split()) <= 8, text
     # Its prompts are longer than the clause prompts: they carry the input the answer copies.
-    other = [len((p.text or "").split()) for p in workload if p.category != "legal/redline"]
+    plain = [p for p in workload if not category_spec("legal", p.category or "").quotes]
+    other = [len((p.text or "").split()) for p in plain]
     assert min(len(t.split()) for t in redline) > sum(other) / len(other)
+
+
+def test_legal_golden_set_has_a_review_category() -> None:
+    """A clause in two drafts, quoted whole, then the first words of a review that quotes them again."""
+    workload = load_workload(_golden("legal"))
+    review = [p.text or "" for p in workload if p.category == "legal/review"]
+    assert len(review) == 15
+    for text in review:
+        quoted = text.split('"')
+        # The opening closes both drafts' quotations (four quote marks) before the review begins.
+        assert len(quoted) >= 5, text
+        drafts = [quoted[1], quoted[3]]
+        assert drafts[0] != drafts[1] and all(len(d.split()) >= 10 for d in drafts), text
+
+
+@pytest.mark.parametrize("register", REGISTERS)
+def test_the_earlier_sub_categories_keep_their_prompts(register: Register) -> None:
+    """Adding the copying sub-categories changed no earlier prompt: only their positions (and ids)."""
+    assert set(added_categories("general") + added_categories("legal")) >= ADDED_BY_ISSUE_40
+    workload = load_workload(_golden(register))
+    lines = [f"{p.category}\t{p.text}" for p in workload if p.category not in ADDED_BY_ISSUE_40]
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    assert digest == EARLIER_PROMPTS_SHA256[register]
+
+
+@pytest.mark.parametrize("register", REGISTERS)
+def test_what_follows_a_copying_prompt_is_mostly_copied_from_it(register: Register) -> None:
+    """The bundled prompts of the sub-categories that copy their input stop where copying comes next: most of
+    the next 30 words of their document copy a 4-word span of the prompt (of the others, few do)."""
+    workload = load_workload(_golden(register))
+    for name in categories(register):
+        spec = category_spec(register, name)
+        wanted = {p.text for p in workload if p.category == name}
+        fractions = []
+        for index in range(200):
+            prompt, sentences = golden_candidate(register, name, index, whole=True)
+            if prompt in wanted:
+                wanted.discard(prompt)
+                text = " ".join(sentences)
+                fractions.append(copied_fraction(prompt, " ".join(text[len(prompt) :].split()[:30])))
+            if not wanted:
+                break
+        assert not wanted and fractions, name  # every bundled prompt is a candidate of its stream
+        mean = sum(fractions) / len(fractions)
+        if spec.quotes:
+            assert mean >= 0.65, (name, mean)  # measured: 0.72 to 0.86
+        else:
+            assert mean < 0.1, (name, mean)  # measured: 0 to 0.03
 
 
 @pytest.mark.slow  # the heaviest few run in make test-slow (CI runs it too)

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from corpus import Document, corpus_stats, format_stats, generate_documents
-from corpus.stats import split_words
+from corpus.stats import copied_fraction, split_words
 
 
 def test_split_words() -> None:
@@ -23,6 +23,23 @@ def test_split_words() -> None:
         "b",
         "re-enacted",
     ]
+
+
+def test_copied_fraction() -> None:
+    prompt = (
+        'Clause 4 read "The Supplier shall deliver the Goods within thirty (30) days." It now reads "The '
+        "Supplier shall"
+    )
+    # Each of the first four words follows three words that, with it, occur in the prompt; then the edit.
+    assert copied_fraction(prompt, 'deliver the Goods within sixty (60) days."') == pytest.approx(4 / 7)
+    assert copied_fraction(prompt, "deliver the Goods within thirty (30) days.") == 1.0
+    # The same words, not in the prompt's order: nothing to copy.
+    assert copied_fraction(prompt, "Goods the deliver within days thirty") == 0.0
+    # The prompt's last n - 1 words are the context of the first words: a text that does not continue it
+    # is predicted only from its n-th word on ("the supplier shall deliver" is in the prompt).
+    assert copied_fraction("The Supplier shall deliver the Goods.", "The Supplier shall deliver") == 0.25
+    assert copied_fraction(prompt, "deliver the Goods now", n=2) == 0.75
+    assert copied_fraction(prompt, "") == 0.0
 
 
 def test_exact_figures() -> None:

@@ -36,5 +36,7 @@ def test_bundled_golden_sets_are_listed_and_load() -> None:
 
     assert {"general", "legal", "smoke"} <= set(bundled_prompt_names())
     legal = load_workload(bundled_prompts("legal"))
-    assert len(legal.prompts) == 165 and all(c.startswith("legal/") for c in legal.categories)
-    assert "legal/redline" in legal.categories  # the category whose answer copies its prompt
+    assert len(legal.prompts) == 180 and all(c.startswith("legal/") for c in legal.categories)
+    # The categories whose answers copy their prompts.
+    assert {"legal/redline", "legal/review"} <= set(legal.categories)
+    assert "general/extract" in load_workload(bundled_prompts("general")).categories

@@ -5,12 +5,16 @@ contract text succeeds. Nothing can be downloaded where the project is built, so
 corpus: pure Python, ``random.Random`` only, identical output for the same seed.
 
 * ``general``: everyday narration, dialogue, how-to instructions, local news, messages
-  (``general/narration`` ... ``general/messages``);
+  (``general/narration`` ... ``general/messages``), and ``general/extract`` (a passage, then its main
+  points repeated from it);
 * ``legal``: commercial-contract clauses in stock contract phrasing (``legal/definitions``,
   ``legal/obligations``, ``legal/indemnity``, ``legal/termination``, ``legal/governing_law``,
   ``legal/confidentiality``, ``legal/liability``, ``legal/payment``, ``legal/warranties``,
-  ``legal/boilerplate``), and ``legal/redline`` (a clause quoted, then given as amended), which the
-  golden sets use and the training corpus does not (:func:`training_categories`).
+  ``legal/boilerplate``), ``legal/redline`` (a clause quoted, then given as amended) and
+  ``legal/review`` (a clause in two drafts, then a review that quotes it and says what changed).
+
+The three sub-categories whose text copies its input were added later (:func:`added_categories`); they
+enter the training draw in a second stage that leaves every other document as it was.
 
 Public API: :func:`generate_documents`, :func:`write_corpus`, :func:`corpus_stats`,
 :func:`write_golden_sets` (the bundled held-out golden sets), and the command line
@@ -25,6 +29,7 @@ from corpus.generate import (
     REGISTER_NAMES,
     Document,
     Register,
+    added_categories,
     categories,
     category_spec,
     generate_documents,
@@ -54,6 +59,7 @@ __all__ = [
     "GoldenPrompt",
     "Register",
     "RegisterStats",
+    "added_categories",
     "categories",
     "category_spec",
     "corpus_stats",

@@ -1,6 +1,8 @@
 """The general register: everyday narration, dialogue, how-to instructions, local news and messages.
 
-Five sub-categories. Compared with the legal register the vocabulary is wide (hundreds of everyday
+Five sub-categories, and a sixth whose text copies its input (``general/extract``: a passage, then its
+main points, :mod:`corpus.general_extract`), added later and drawn in the second stage of the training draw
+(:mod:`corpus.generate`). Compared with the legal register the vocabulary is wide (hundreds of everyday
 nouns, verbs and adjectives drawn independently per sentence) and the sentence frames are short and
 many, so the next word is much less predictable: that difference in entropy is the gap the bundled demo
 measures. The vocabularies live in :mod:`corpus.words`.
@@ -8,11 +10,11 @@ measures. The vocabularies live in :mod:`corpus.words`.
 
 from __future__ import annotations
 
-from corpus import slots, words
+from corpus import general_extract, slots, words
 from corpus.grammar import Expansion, Grammar, SlotFn
 from corpus.spec import CategorySpec, RegisterSpec
 
-BINDINGS = ("hero", "he", "him", "his", "himself", "friend", "town", "city")
+BINDINGS = ("hero", "he", "him", "his", "himself", "friend", "town", "city", *general_extract.BINDINGS)
 
 
 def bind(exp: Expansion, category: str) -> None:
@@ -33,6 +35,8 @@ def bind(exp: Expansion, category: str) -> None:
     exp.bind("friend", friend)
     exp.bind("town", slots.town(rng))
     exp.bind("city", rng.choice(words.CITIES))
+    if category == general_extract.NAME:  # after every other draw, so the other categories' streams stay
+        general_extract.bind(exp)
 
 
 def _words(vocabulary: tuple[str, ...]) -> list[str]:
@@ -733,6 +737,7 @@ RULES: dict[str, list[str]] = {
         "I got stuck at work",
         "the dog ran off in the park",
     ],
+    **general_extract.RULES,
 }
 
 _NAMES = ("narration", "dialogue", "instructions", "news", "messages")
@@ -746,6 +751,9 @@ REGISTER = RegisterSpec(
         CategorySpec("general/instructions", "instructions_open", "instructions_body", (4, 7), ordered=True),
         CategorySpec("general/news", "news_open", "news_body", (3, 6)),
         CategorySpec("general/messages", "messages_open", "messages_body", (3, 6), "messages_close"),
+        # A passage, then its main points repeated from it (general_extract). Added after the first bundled
+        # models: drawn in the second stage, so the documents of the five above stay what they were.
+        CategorySpec(general_extract.NAME, "extract_open", "extract_body", (2, 2), added=True, quotes=True),
     ),
     bind=bind,
 )

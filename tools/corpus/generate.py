@@ -4,6 +4,13 @@ Every document has its own random stream, seeded from ``(register, seed, index)`
 sub-category when one is forced). Two things follow: the first ``k`` documents are the same whatever
 ``n`` is asked for (a 20k sample is a prefix of the 60k corpus), and a document's first sentences can
 be regenerated on their own, which the golden sets' held-out check relies on to stay fast.
+
+The sub-category of a document is drawn in two stages. The first draws uniformly among the register's
+first sub-categories, on the document's own stream, as it always has. The second, on a stream of its own,
+lets the sub-categories added since (``CategorySpec.added``: the ones that copy their input) replace the
+document: each takes it with probability 1 / (number of drawn sub-categories), so the two stages together
+draw every sub-category alike, and a document that is not replaced is byte for byte what it was before the
+added sub-categories existed.
 """
 
 from __future__ import annotations
@@ -63,11 +70,16 @@ def _spec(register: str) -> RegisterSpec:
 def training_categories(register: Register) -> tuple[str, ...]:
     """The sub-categories a document is drawn from when none is forced: those of the training corpus.
 
-    ``legal/redline`` is not among them: it was added after the bundled models were trained, and keeping
-    it out of the draw keeps the training corpus (and so the models) byte for byte what it was. It is
-    generated when asked for by name, which is how the golden sets get it (docs/corpus.md).
+    Today every sub-category (:func:`categories`); ``CategorySpec(drawn=False)`` would keep one out.
     """
     return tuple(c.name for c in _drawn(_spec(register)))
+
+
+def added_categories(register: Register) -> tuple[str, ...]:
+    """The drawn sub-categories that enter the draw in its second stage, replacing documents (module
+    docs): ``legal/redline``, ``legal/review`` and ``general/extract``, the ones whose text copies its
+    input."""
+    return tuple(c.name for c in _stages(_spec(register))[1])
 
 
 def category_spec(register: Register, name: str) -> CategorySpec:
@@ -77,6 +89,12 @@ def category_spec(register: Register, name: str) -> CategorySpec:
 
 def _drawn(spec: RegisterSpec) -> tuple[CategorySpec, ...]:
     return tuple(c for c in spec.categories if c.drawn)
+
+
+def _stages(spec: RegisterSpec) -> tuple[tuple[CategorySpec, ...], tuple[CategorySpec, ...]]:
+    """The drawn sub-categories of the first stage of the draw and of the second (``added``)."""
+    drawn = _drawn(spec)
+    return tuple(c for c in drawn if not c.added), tuple(c for c in drawn if c.added)
 
 
 def _category(spec: RegisterSpec, name: str) -> CategorySpec:
@@ -94,6 +112,11 @@ def _rng(register: str, seed: int, index: int, category: str | None) -> random.R
     return random.Random(key)
 
 
+def _added_rng(register: str, seed: int, index: int) -> random.Random:
+    # The second stage of the draw: its own stream, so the first stage's (the document's) is untouched.
+    return random.Random(f"specmeter.corpus/{register}/{seed}/{index}#added")
+
+
 def build_sentences(
     register: Register,
     seed: int,
@@ -101,19 +124,27 @@ def build_sentences(
     *,
     category: str | None = None,
     max_words: int | None = None,
+    first_stage: bool = False,
 ) -> tuple[str, list[str]]:
     """Document ``index`` of the stream ``(register, seed[, category])``: its category and sentences.
 
     ``max_words`` stops after the first sentence that brings the text to that many words (counted
-    between spaces); the sentences produced are those the full document starts with.
+    between spaces); the sentences produced are those the full document starts with. ``first_stage``
+    skips the second stage of the draw (module docs): the document as it was before the added
+    sub-categories existed, which is the same document unless one of them replaced it.
     """
     spec = _spec(register)
     rng = _rng(register, seed, index, category)
     if category:
         cat = _category(spec, category)
     else:
-        drawn = _drawn(spec)
-        cat = drawn[rng.randrange(len(drawn))]
+        first, added = _stages(spec)
+        cat = first[rng.randrange(len(first))]
+        if added and not first_stage:
+            pick = _added_rng(register, seed, index).randrange(len(first) + len(added))
+            if pick >= len(first):
+                # A replaced document goes on with its own stream from here, as any other does.
+                cat = added[pick - len(first)]
     exp = spec.grammar.start(rng)
     spec.bind(exp, cat.name)
     # Drawn for every document, so a sub-category without numbers consumes the random stream alike.
@@ -167,9 +198,8 @@ def generate_documents(
 ) -> list[Document]:
     """``n`` documents of ``register``: same ``seed`` gives the same documents, a different one others.
 
-    Sub-categories are drawn uniformly per document (from :func:`training_categories`) unless ``category``
-    forces one. The first ``k``
-    documents do not depend on ``n``.
+    Sub-categories are drawn uniformly per document (from :func:`training_categories`, in two stages:
+    module docs) unless ``category`` forces one. The first ``k`` documents do not depend on ``n``.
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")

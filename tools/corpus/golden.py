@@ -2,10 +2,14 @@
 
 Each prompt is the beginning of a generated document, for a model to continue: the first sentence plus
 2 to 8 words of what follows, cut at a word boundary and kept to 12..40 words (a first sentence of 40
-words or more is itself cut, after 24 to 40 words). A sub-category whose opening quotes the text to work
-on (``legal/redline``: the clause as it reads, then the first words of it as amended) keeps its first
-sentence whole: 12..:data:`MAX_QUOTE_WORDS` words. Prompts are balanced over the sub-categories and listed
-round-robin, so any leading slice of a file stays balanced too.
+words or more is itself cut, after 24 to 40 words). A sub-category whose opening holds the text to work
+on (``legal/redline``: the clause as it reads, then the first words of it as amended; ``legal/review``:
+a clause in two drafts, then the first words of a review that quotes it; ``general/extract``: a passage,
+then the first words of its summary) keeps its first sentence whole: 12..:data:`MAX_QUOTE_WORDS` words.
+What follows such a prompt is mostly a copy of it. Prompts are balanced over the sub-categories and listed
+round-robin, in the order of :func:`~corpus.generate.categories`, so any leading slice of a file stays
+balanced too; a sub-category added later comes last in each round, so the other sub-categories keep their
+prompts.
 
 Held out, for real:
 
@@ -15,7 +19,10 @@ Held out, for real:
 2. Different seeds still share templates, and a formulaic opening ("In this Agreement, unless the
    context otherwise requires, ...") can recur verbatim. So a candidate whose prompt is a prefix of any
    of the first :data:`HOLDOUT_SAMPLE` training documents of its register (default training seed) is
-   skipped, as is a duplicate prompt. :func:`held_out_violations` re-checks a finished set.
+   skipped, as is a duplicate prompt. A document that a sub-category added later replaced (the second
+   stage of the draw, :mod:`corpus.generate`) is checked as well as the one that replaced it, so the
+   prompts are held out from the corpus before those sub-categories existed too, and adding one leaves
+   every earlier prompt as it was. :func:`held_out_violations` re-checks a finished set.
 
 The files are a pure function of the arguments: regenerating them reproduces them byte for byte.
 """
@@ -36,6 +43,7 @@ from corpus.generate import (
     GOLDEN_SEED,
     REGISTER_NAMES,
     Register,
+    added_categories,
     build_sentences,
     categories,
     category_spec,
@@ -48,7 +56,7 @@ MIN_WORDS, MAX_WORDS = 12, 40
 #: The longest prompt of a quoting sub-category (its whole first sentence and 2..8 words more).
 MAX_QUOTE_WORDS = 110
 #: Prompts per register in the bundled files: 30 per general sub-category, 15 per legal one.
-GOLDEN_SIZES: dict[str, int] = {"general": 150, "legal": 165}
+GOLDEN_SIZES: dict[str, int] = {"general": 180, "legal": 180}
 # A candidate stream that keeps colliding means the grammar has too little variety left; fail loudly.
 _MAX_CANDIDATES_PER_PROMPT = 50
 
@@ -97,15 +105,24 @@ class TrainingPrefixes:
     document starts with a prompt of at most that many words exactly when its opening does. A longer
     prompt (a quoting sub-category's) is looked up by its first :data:`MAX_WORDS` words, and the few
     documents whose opening starts so are built in full and compared: the check stays exact.
+
+    Where a sub-category added later replaced a document (the second stage of the draw), the document it
+    replaced is searched too: the check covers the corpus as it was before those sub-categories as well.
     """
 
     def __init__(self, register: Register, sample: int = HOLDOUT_SAMPLE, seed: int = DEFAULT_SEED) -> None:
         self._register, self._seed = register, seed
-        openings = sorted(
-            (" ".join(build_sentences(register, seed, i, max_words=MAX_WORDS)[1]), i) for i in range(sample)
-        )
-        self._texts = [text for text, _ in openings]
-        self._index = [i for _, i in openings]
+        added = set(added_categories(register))
+        openings: list[tuple[str, int, bool]] = []
+        for i in range(sample):
+            name, sentences = build_sentences(register, seed, i, max_words=MAX_WORDS)
+            openings.append((" ".join(sentences), i, False))
+            if name in added:
+                replaced = build_sentences(register, seed, i, max_words=MAX_WORDS, first_stage=True)[1]
+                openings.append((" ".join(replaced), i, True))
+        openings.sort()
+        self._texts = [text for text, _, _ in openings]
+        self._documents = [(i, first_stage) for _, i, first_stage in openings]
 
     def starts_with(self, prompt: str) -> bool:
         """Whether some training document begins with ``prompt``."""
@@ -116,7 +133,8 @@ class TrainingPrefixes:
         head = " ".join(words[:MAX_WORDS])
         i = bisect.bisect_left(self._texts, head)
         while i < len(self._texts) and self._texts[i].startswith(head):
-            full = " ".join(build_sentences(self._register, self._seed, self._index[i])[1])
+            index, first_stage = self._documents[i]
+            full = " ".join(build_sentences(self._register, self._seed, index, first_stage=first_stage)[1])
             if full.startswith(prompt):
                 return True
             i += 1
@@ -125,6 +143,19 @@ class TrainingPrefixes:
 
 def _cut_rng(register: str, seed: int, category: str, index: int) -> random.Random:
     return random.Random(f"specmeter.golden/{register}/{seed}/{category}/{index}")
+
+
+def golden_candidate(
+    register: Register, name: str, index: int, seed: int = GOLDEN_SEED, *, whole: bool = False
+) -> tuple[str, list[str]]:
+    """Candidate ``index`` of sub-category ``name``'s golden stream: its prompt, and the sentences of the
+    document it is cut from (those the prompt needs; all of them with ``whole``, or for a sub-category
+    that quotes its input). :func:`golden_prompts` takes the candidates in order, skipping some."""
+    quotes = category_spec(register, name).quotes
+    _, sentences = build_sentences(
+        register, seed, index, category=name, max_words=None if quotes or whole else MAX_WORDS
+    )
+    return cut_prompt(sentences, _cut_rng(register, seed, name, index), quotes=quotes), sentences
 
 
 def golden_prompts(
@@ -152,10 +183,7 @@ def golden_prompts(
         while len(chosen) < n // len(names):
             if index >= _MAX_CANDIDATES_PER_PROMPT * (len(chosen) + 1):
                 raise RuntimeError(f"{name}: too many candidates collide with training text or repeat")
-            _, sentences = build_sentences(
-                register, seed, index, category=name, max_words=None if quotes else MAX_WORDS
-            )
-            prompt = cut_prompt(sentences, _cut_rng(register, seed, name, index), quotes=quotes)
+            prompt, _ = golden_candidate(register, name, index, seed)
             index += 1
             size = len(prompt.split())
             if size < MIN_WORDS or size > longest or prompt in seen or training.starts_with(prompt):

@@ -2,8 +2,10 @@
 
 Ten sub-categories of clauses (definitions, obligations, indemnity, termination, governing law,
 confidentiality, liability, payment, warranties, and the boilerplate of force majeure, assignment, notices
-and the like), and an eleventh that revises one of them (``legal/redline``, :mod:`corpus.legal_redline`),
-which only the golden sets use. The phrasing is deliberately formulaic: the same stock phrases ("shall
+and the like), and two whose text copies its input: ``legal/redline`` revises a quoted clause
+(:mod:`corpus.legal_redline`) and ``legal/review`` quotes a clause in two drafts and says what changed
+(:mod:`corpus.legal_review`). Those two were added later and enter the training draw in its second stage
+(:mod:`corpus.generate`). The phrasing is deliberately formulaic: the same stock phrases ("shall
 indemnify, defend and hold harmless ... from and against any and all losses ...", "with immediate effect
 by giving written notice to the other party if") recur across templates and documents, as they do in real
 contracts. That regularity is what lets a draft distilled on this register predict it well, while a
@@ -14,7 +16,7 @@ memorised sentence by sentence.
 
 from __future__ import annotations
 
-from corpus import legal_redline, slots
+from corpus import legal_redline, legal_review, slots
 from corpus.grammar import Expansion, Grammar, SlotFn
 from corpus.legal_rules_b import RULES_B
 from corpus.spec import CategorySpec, RegisterSpec
@@ -54,7 +56,7 @@ _CURRENCIES = (("£", "pounds sterling"), ("£", "pounds"), ("$", "US dollars"),
 BINDINGS = (
     "sup", "cus", "pa", "pb", "sup_role", "cus_role", "agr", "subj",
     "subj_bare", "law", "courts", "city", "arb", "seat", "cur_symbol", "cur_name", "cl",
-    *legal_redline.BINDINGS,
+    *legal_redline.BINDINGS, *legal_review.BINDINGS,
 )  # fmt: skip
 
 
@@ -93,6 +95,8 @@ def bind(exp: Expansion, category: str) -> None:
     exp.bind("cl", str(rng.randint(2, 24)))
     if category == legal_redline.NAME:  # after every other draw, so the other categories' streams stay
         legal_redline.bind(exp)
+    elif category == legal_review.NAME:
+        legal_review.bind(exp)
 
 
 def _list(rule: str, conjunction: str, low: int = 2, high: int = 4) -> SlotFn:
@@ -664,6 +668,7 @@ RULES: dict[str, list[str]] = {
     ],
     **RULES_B,
     **legal_redline.RULES,
+    **legal_review.RULES,
 }
 
 _NAMES = (
@@ -680,13 +685,25 @@ REGISTER = RegisterSpec(
             CategorySpec(f"legal/{name}", f"{name}_open", f"{name}_body", sentences=(3, 6), ordered=True)
             for name in _NAMES
         ),
-        # The clause as it reads, then as amended; never drawn into the training corpus (legal_redline).
+        # The clause as it reads, then as amended (legal_redline). Added after the first bundled models:
+        # drawn in the second stage, so the documents of the ten above stay what they were.
         CategorySpec(
             legal_redline.NAME,
             "redline_open",
             "redline_body",
             sentences=(2, 2),
-            drawn=False,
+            added=True,
+            numbered=False,
+            quotes=True,
+        ),
+        # A clause in two drafts, then a review that quotes it again and says what changed (legal_review).
+        CategorySpec(
+            legal_review.NAME,
+            "review_open",
+            "review_body",
+            sentences=(3, 3),
+            closing="review_close",
+            added=True,
             numbered=False,
             quotes=True,
         ),

@@ -9,9 +9,9 @@ The quoted clause is a sentence of another legal sub-category's body (its own gr
 rest of the register), expanded once per document when the parties and the law are bound; the amendment
 is applied to that text, so the two versions differ only where the edit says.
 
-The sub-category is not drawn into the training corpus (``drawn=False``): it was added after the bundled
-models were trained, and leaving it out of the draw keeps their training corpus byte for byte what it was
-(docs/corpus.md). The golden sets ask for it by name.
+The sub-category is drawn into the training corpus in the second stage of the draw (``added=True``,
+:mod:`corpus.generate`), so a target trained on it learns to copy a quoted clause as real models do; the
+golden sets ask for it by name. :mod:`corpus.legal_review` quotes and compares clauses bound the same way.
 """
 
 from __future__ import annotations
@@ -80,14 +80,15 @@ RULES: dict[str, list[str]] = {
 }
 
 
-def bind(exp: Expansion) -> None:
+def bind(exp: Expansion, quote_words: tuple[int, int] = _QUOTE_WORDS) -> None:
     """Bind the clause (``orig``), its amended text (``rev``) and its reference (``red_ref``).
 
-    Called after the register's own bindings, so the quoted clause names this document's parties.
+    Called after the register's own bindings, so the quoted clause names this document's parties. The
+    clause has ``quote_words`` (inclusive range) words.
     """
     rng = exp.rng
     exp.bind("red_ref", f"Clause {exp.bindings['cl']}.{rng.randint(1, 9)}")
-    low, high = _QUOTE_WORDS
+    low, high = quote_words
     for _ in range(_MAX_TRIES):
         text = finish(exp.rule(rng.choice(_SOURCES)))
         if '"' not in text and low <= len(text.split()) <= high:

@@ -16,9 +16,12 @@ class CategorySpec:
     contract's sub-clauses or a how-to's steps come in a fixed order.
 
     ``drawn`` False keeps a sub-category out of the random draw of documents that do not force one (the
-    training corpus): it is generated only when asked for by name (the golden sets). ``numbered`` False
-    keeps clause numbers off its sentences. ``quotes`` marks a sub-category whose opening sentence quotes
-    the input a continuation works on (a clause to revise): its golden prompts keep that sentence whole."""
+    training corpus): it is generated only when asked for by name. ``added`` marks a sub-category drawn in
+    the second stage of the draw (:func:`corpus.generate.build_sentences`): it was added after the first
+    bundled models were trained, and takes its share of the documents by replacing some of them, which
+    leaves every other document byte for byte what it was. ``numbered`` False keeps clause numbers off its
+    sentences. ``quotes`` marks a sub-category whose opening sentence holds the input a continuation works
+    on (a clause to revise, a passage to sum up): its golden prompts keep that sentence whole."""
 
     name: str
     opening: str
@@ -27,6 +30,7 @@ class CategorySpec:
     closing: str | None = None
     ordered: bool = False
     drawn: bool = True
+    added: bool = False
     numbered: bool = True
     quotes: bool = False
 

@@ -65,6 +65,26 @@ def split_words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def copied_fraction(prompt: str, continuation: str, n: int = 4) -> float:
+    """The share of ``continuation``'s words (:func:`split_words`) that a proposer copying from ``prompt``
+    (n-gram lookup, suffix decoding) could predict: those whose ``n``-gram, the word and the ``n - 1`` words
+    before it (in ``prompt`` followed by ``continuation``), also occurs in ``prompt``. 0.0 when
+    ``continuation`` has no words."""
+    words = split_words(continuation)
+    if not words:
+        return 0.0
+    known = split_words(prompt)
+    spans = {tuple(known[i : i + n]) for i in range(len(known) - n + 1)}
+    context = known[len(known) - (n - 1) :] if n > 1 else []
+    sequence = context + words
+    predicted = 0
+    for j in range(len(words)):
+        end = len(context) + j + 1
+        if end >= n and tuple(sequence[end - n : end]) in spans:
+            predicted += 1
+    return predicted / len(words)
+
+
 def _entropy(counts: Iterable[int], total: int) -> float:
     if total == 0:
         return 0.0
