@@ -7,7 +7,7 @@ quiet run and its RSS flat.
 One ``specmeter serve`` on 127.0.0.1 (a free port, its own process group, always stopped: bundled target
 and ``draft-legal``, k = 4, ``--max-batch`` 16, ``--max-body-bytes`` 1 MiB, greedy unless a request says
 otherwise, ``--threads`` torch threads). First a **quiet reference pass**: every distinct prompt of the
-golden set (default: the bundled legal set, 165 prompts) once, one at a time, greedy, streamed,
+golden set (default: the bundled legal set, 180 prompts) once, one at a time, greedy, streamed,
 ``--max-tokens`` 32; its text is the reference. Then the **soak**: ``--concurrency`` asyncio workers (httpx,
 closed loop) for ``--minutes``, each request's kind fixed by its number so the mix is exact:
 

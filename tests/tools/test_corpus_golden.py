@@ -130,7 +130,7 @@ def test_what_follows_a_copying_prompt_is_mostly_copied_from_it(register: Regist
         assert not wanted and fractions, name  # every bundled prompt is a candidate of its stream
         mean = sum(fractions) / len(fractions)
         if spec.quotes:
-            assert mean >= 0.65, (name, mean)  # measured: 0.72 to 0.86
+            assert mean >= 0.65, (name, mean)  # measured: 0.70 to 0.86
         else:
             assert mean < 0.1, (name, mean)  # measured: 0 to 0.03
 
