@@ -19,12 +19,13 @@ latencies, and its gain over the best single candidate for all traffic.
 
 "Where speculation stops paying" (:func:`load_section`) takes the legal winner under batched decoding on a
 subset of the legal prompts: measured at B = 1, 4, 16 (``bench --batch B``: waves of B concurrent
-sequences, baseline and winner interleaved, E_meas decode-only and end-to-end with paired intervals and the
-surface's wave prediction), the predicted curve E(B, k) at B = 1, 2, 4, … 32 and k = 0 … the winner's k
-(the cost surface timed in the loop's rhythm at the acceptance the legal bench measured, analysed as ``tune
---batch`` does), the crossover batch size (predicted, and measured at the winner's k) and the schedule it
-recommends, as vLLM's ``num_speculative_tokens_per_batch_size`` and as ``serve --k-schedule``. Its figures
-are in ``summary.json`` under ``load``, the runs in ``batch-legal-B.json``, the curve in ``load-legal.json``.
+sequences kept at B rows, baseline and winner interleaved, E_meas decode-only and end-to-end with paired
+intervals and the surface's wave prediction), the predicted curve E(B, k) at B = 1, 2, 4, … 32 and k = 0 …
+the winner's k (the cost surface timed in the loop's rhythm at the acceptance the legal bench measured,
+analysed as ``tune --batch`` does), the crossover batch size (predicted, and measured at the winner's k) and
+the schedule it recommends, as vLLM's ``num_speculative_tokens_per_batch_size`` and as ``serve
+--k-schedule``. Its figures are in ``summary.json`` under ``load``, the runs in ``batch-legal-B.json``, the
+curve in ``load-legal.json``.
 """
 
 from __future__ import annotations

@@ -295,7 +295,7 @@ def render_load(load: dict[str, Any], console: Console) -> None:
     k = load["k"]
     title = (
         f"where speculation stops paying — {load['candidate']} {load['draft']} at k={k} on {load['domain']} "
-        f"({load['prompts']} prompts × {load['max_tokens']} tokens, greedy, waves of B sequences)"
+        f"({load['prompts']} prompts × {load['max_tokens']} tokens, greedy, waves kept at B rows)"
     )
     table = Table(title=title)
     for col in ("B", "E_meas decode [95% CI]", "E_pred (waves)", "error", f"E(B,{k}) curve",
@@ -311,8 +311,9 @@ def render_load(load: dict[str, Any], console: Console) -> None:
             _matched(r), escape(str(r.get("machine") or "—")),
         )  # fmt: skip
     table.caption = (
-        "decode-only E_meas is the figure to compare (a wave's prefill is shared); E_pred (waves) replays "
-        "the recorded steps at the cost surface timed between the waves; E(B,k) curve: the steady state below"
+        "decode-only E_meas is the figure to compare (each wave is kept at B rows, clocks paused while a row "
+        "joins); E_pred (waves) prices the recorded steps on the cost surface timed between the waves; "
+        "E(B,k) curve: the steady state below"
     )
     console.print()
     console.print(table)
