@@ -36,7 +36,7 @@ import numpy as np
 
 from specmeter.metrics.records import RunRecord
 from specmeter.metrics.speedup import by_occurrence
-from specmeter.metrics.stats import MIN_CI_REQUESTS, paired_speedup_ci
+from specmeter.metrics.stats import MIN_CI_REQUESTS, paired_speedup_ci, percentile_interval
 from specmeter.selection.mix import bootstrap_weighted
 
 __all__ = ["CONFIDENCE", "analyse_routes", "top_domain"]
@@ -109,15 +109,6 @@ def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def _interval(samples: np.ndarray) -> list[float] | None:
-    finite = samples[np.isfinite(samples)]
-    if finite.size == 0:
-        return None
-    tail = 50.0 * (1.0 - CONFIDENCE)
-    lo, hi = np.percentile(finite, [tail, 100.0 - tail])
-    return [float(lo), float(hi)]
-
-
 def _option(
     runs: Sequence[RunRecord], p: _Paired, idx: np.ndarray, j: int, e: float, *, interval: bool = True
 ) -> dict[str, Any]:
@@ -182,10 +173,12 @@ def _scope(
     samples = bootstrap_weighted(p.base[idx], columns, codes, weights, n_resamples=n_resamples, seed=seed)
     router_ci = gain_ci = None
     if samples is not None:
-        router_ci = _interval(samples[:, 0])
-        single["speedup_measured_ci"] = _interval(samples[:, 1])  # the same resamples as the router's
+        router_ci = percentile_interval(samples[:, 0], CONFIDENCE)
+        single["speedup_measured_ci"] = percentile_interval(
+            samples[:, 1], CONFIDENCE
+        )  # the same resamples as the router's
         with np.errstate(divide="ignore", invalid="ignore"):
-            gain_ci = _interval(samples[:, 0] / samples[:, 1] - 1.0)
+            gain_ci = percentile_interval(samples[:, 0] / samples[:, 1] - 1.0, CONFIDENCE)
     return {
         "requests": int(idx.size),
         "router": {"speedup_measured": router, "speedup_measured_ci": router_ci},
