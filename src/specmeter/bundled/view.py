@@ -111,16 +111,20 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
     for c in summary["checks"]:
         mark = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[yellow]n/a [/]"}[c["passed"]]
         console.print(f"  {mark}  {escape(check_text(c))}", soft_wrap=True)
-    missed = [c for c in summary["checks"] if c["passed"] is False]
-    if summary["checks"] and not missed:
-        console.print(f"all {len(summary['checks'])} checks pass")
-    elif missed:
-        short = "; ".join(f"{c['check']} by {fmt_num(-(c.get('margin') or 0.0), 3)}" for c in missed)
-        console.print(
-            f"{len(summary['checks']) - len(missed)} of {len(summary['checks'])} checks pass; "
-            f"missed: {escape(short)}",
-            soft_wrap=True,
-        )
+    checks = summary["checks"]
+    missed = [c for c in checks if c["passed"] is False]
+    unmeasured = [c for c in checks if c["passed"] is None]
+    passed = len(checks) - len(missed) - len(unmeasured)
+    if checks and passed == len(checks):
+        console.print(f"all {len(checks)} checks pass")
+    elif checks:
+        parts = [f"{passed} of {len(checks)} checks pass"]
+        if missed:
+            short = "; ".join(f"{c['check']} by {fmt_num(-(c.get('margin') or 0.0), 3)}" for c in missed)
+            parts.append(f"missed: {short}")
+        if unmeasured:
+            parts.append(f"not measured: {'; '.join(c['check'] for c in unmeasured)}")
+        console.print(escape("; ".join(parts)), soft_wrap=True)
 
 
 def check_text(check: dict[str, Any]) -> str:
