@@ -412,29 +412,20 @@ def methods_section(
 
 def split_aside(baseline: RunRecord, runs: Sequence[RunRecord]) -> dict[str, Any]:
     """Per domain that has a split category (:data:`SPLIT_CATEGORIES`), every candidate's end-to-end E_meas
-    over that domain's other requests (legal text with ``legal/redline`` left out): Σ baseline latency / Σ
-    candidate latency over the requests the baseline and every candidate finished, as ``bench`` reports E.
-    Whether the distilled draft leads the rest of its domain is read from it (:func:`method_checks`)."""
-    from specmeter.metrics.speedup import by_occurrence
+    over that domain's other requests (legal text with ``legal/redline`` left out), paired as the router by
+    category pairs (``selection.route_analysis.speedups_where``). Whether the distilled draft leads the rest
+    of its domain is read from it (:func:`method_checks`)."""
+    from specmeter.selection.route_analysis import speedups_where, top_domain
 
-    base_keyed = by_occurrence(baseline.requests)
-    keyed = [by_occurrence(r.requests) for r in runs]
     out: dict[str, Any] = {}
-    for domain in sorted({c.split("/", 1)[0] for c in SPLIT_CATEGORIES}):
-        keys = [
-            k for k, r in base_keyed.items()
-            if r.category.split("/", 1)[0] == domain and r.category not in SPLIT_CATEGORIES
-            and all(k in kr for kr in keyed)
-        ]  # fmt: skip
-        base_sum = sum(base_keyed[k].latency_s for k in keys)
-        by_candidate = []
-        for run, kr in zip(runs, keyed, strict=True):
-            spec_sum = sum(kr[k].latency_s for k in keys)
-            e = base_sum / spec_sum if base_sum > 0 and spec_sum > 0 else None
-            name = run.draft.name if run.draft is not None else "target"
-            by_candidate.append({"draft": name, "k": run.k, "speedup_measured": e})
-        out[domain] = {"left_out": [c for c in SPLIT_CATEGORIES if c.startswith(f"{domain}/")],
-                       "requests": len(keys), "by_candidate": by_candidate}  # fmt: skip
+    for domain in sorted({top_domain(c) for c in SPLIT_CATEGORIES}):
+
+        def rest(category: str, domain: str = domain) -> bool:
+            return top_domain(category) == domain and category not in SPLIT_CATEGORIES
+
+        requests, by_candidate = speedups_where(baseline, runs, rest)
+        out[domain] = {"left_out": [c for c in SPLIT_CATEGORIES if top_domain(c) == domain],
+                       "requests": requests, "by_candidate": by_candidate}  # fmt: skip
     return out
 
 

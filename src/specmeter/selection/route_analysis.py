@@ -39,7 +39,7 @@ from specmeter.metrics.speedup import by_occurrence
 from specmeter.metrics.stats import MIN_CI_REQUESTS, paired_speedup_ci, percentile_interval
 from specmeter.selection.mix import bootstrap_weighted
 
-__all__ = ["CONFIDENCE", "analyse_routes", "top_domain"]
+__all__ = ["CONFIDENCE", "analyse_routes", "speedups_where", "top_domain"]
 
 CONFIDENCE = 0.95
 
@@ -107,6 +107,13 @@ def _name(run: RunRecord) -> str:
 
 def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
+
+
+def _by_candidate(runs: Sequence[RunRecord], es: np.ndarray) -> list[dict[str, Any]]:
+    """Every candidate's E from :func:`_speedups` (None where it has none)."""
+    return [
+        {"draft": _name(run), "k": run.k, "speedup_measured": _finite(es[c])} for c, run in enumerate(runs)
+    ]
 
 
 def _option(
@@ -226,10 +233,7 @@ def analyse_routes(
                 "pick": pick,
                 "runner_up": runner,
                 "separated": _separated(pick, runner),
-                "by_candidate": [
-                    {"draft": _name(run), "k": run.k, "speedup_measured": _finite(es[c])}
-                    for c, run in enumerate(runs)
-                ],
+                "by_candidate": _by_candidate(runs, es),
             }
         )
     strata = np.array(p.domains, dtype=object)
@@ -251,3 +255,16 @@ def analyse_routes(
         "domains": domains,
         "all": overall,
     }
+
+
+def speedups_where(
+    baseline: RunRecord, runs: Sequence[RunRecord], keep: Callable[[str], bool]
+) -> tuple[int, list[dict[str, Any]]]:
+    """Every candidate's E over the requests every run finished whose category ``keep`` accepts (legal text
+    but ``legal/redline``): Σ baseline latency / Σ candidate latency, paired as :func:`analyse_routes`
+    pairs. Returns (requests, one ``{"draft", "k", "speedup_measured"}`` per candidate, None where the
+    times sum to 0)."""
+    runs = [r for r in runs if r.draft is not None]
+    p = _pair(baseline, runs, top_domain)
+    idx = np.flatnonzero(np.array([keep(c) for c in p.categories], dtype=bool))
+    return int(idx.size), _by_candidate(runs, _speedups(p, idx))
