@@ -106,6 +106,14 @@ def _check_methods_section(summary: dict[str, Any], out: Path, stdout: str) -> N
     assert "methods × domains" in stdout and "recommendation for" in stdout
     assert "EAGLE eagle-legal" in stdout and "layers:n=4" in stdout
     _check_router(methods["category_router"], out, stdout)
+    # The methods' story checks: redline's two, and C over the rest of legal (measured at any size).
+    aside = methods["split_aside"]["legal"]
+    assert aside["left_out"] == ["legal/redline"] and aside["requests"] > 0
+    assert {c["draft"] for c in aside["by_candidate"]} == set(names)
+    checks = {c["check"]: c for c in summary["checks"]}
+    rest = checks["legal (legal/redline aside): C has the highest E_meas (÷ the best other)"]
+    assert rest["measured"] is not None and rest["measured"] > 0
+    assert "legal/redline: a model-free method has the highest E_meas (÷ the best other)" in checks
 
 
 def _check_router(router: dict[str, Any], out: Path, stdout: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from specmeter.bundled.demo import story_checks
+from specmeter.bundled.demo import method_checks, split_aside, story_checks
 from specmeter.bundled.view import check_text, render_summary
 from specmeter.metrics.records import ModelInfo, RequestRecord, RunRecord
 from specmeter.selection.route_analysis import analyse_routes
@@ -87,12 +87,15 @@ def test_summary_prints_the_split_category_the_router_and_the_checks() -> None:
         _table_row(_row("legal", "suffix", 0.49, 1.30, category="legal/redline"), "suffix"),
     ]
     router = analyse_routes(_run(None, 1), [_run(DRAFT, 2), _run(SUFFIX, 3)])
+    aside = split_aside(_run(None, 1), [_run(DRAFT, 2), _run(SUFFIX, 3)])
     summary = {
         "rows": [], "winners": {}, "danger_zone_pairs": [], "tune": None, "load": None,
-        "roi": {"seed": None, "measured": None}, "checks": story_checks(ROWS),
+        "roi": {"seed": None, "measured": None},
         "methods": {"table": table, "names": {"draft-legal": "C draft-legal"}, "by_domain": {}, "lines": [],
-                    "category_router": router},
+                    "category_router": router, "split_aside": aside},
     }  # fmt: skip
+    # Redline has one method's row only, so its two checks are not measured; C leads the rest of legal.
+    summary["checks"] = [*story_checks(ROWS), *method_checks(summary["methods"])]
     console = Console(record=True, width=200)
     render_summary(summary, console)
     out = console.export_text()
@@ -108,6 +111,36 @@ def test_summary_prints_the_split_category_the_router_and_the_checks() -> None:
     assert "routed E_meas on legal: 2.67× against C draft-legal for all of legal 2.00×: +33%" in out
     assert "miss  general: α(A) ≥ 0.60 — measured 0.542, threshold 0.60: missed by 0.058" in out
     assert (
-        "5 of 7 checks pass; missed: general: α(A) ≥ 0.60 by 0.058; greedy outputs equal target-only outputs "
-        "by 0.005"
-    ) in out
+        "6 of 10 checks pass; missed: general: α(A) ≥ 0.60 by 0.058; greedy outputs equal target-only "
+        "outputs by 0.005; not measured: legal/redline: a model-free method has the highest E_meas (÷ the "
+        "best other); legal/redline: its E_meas interval lies above C's (lower − upper end)"
+    ) in " ".join(out.split())
+
+
+def test_method_checks_read_the_split_category_and_the_rest_of_its_domain() -> None:
+    base, runs = _run(None, 1), [_run(DRAFT, 2), _run(SUFFIX, 3)]
+    aside = split_aside(base, runs)
+    # legal/nda alone: the draft 2.0 / 1.0 = 2.00×, suffix 2.0 / 1.6 = 1.25×; news and redline left out.
+    assert aside["legal"]["requests"] == 1 and aside["legal"]["left_out"] == ["legal/redline"]
+    es = {c["draft"]: c["speedup_measured"] for c in aside["legal"]["by_candidate"]}
+    assert es == pytest.approx({"draft-legal": 2.0, "suffix": 1.25})
+    redline = [
+        {**_table_row(_row("legal", "draft-legal", 0.66, 1.56, category="legal/redline"), "draft_model"),
+         "speedup_measured_ci": [1.40, 1.70]},
+        {**_table_row(_row("legal", "suffix", 0.90, 2.40, category="legal/redline"), "suffix"),
+         "speedup_measured_ci": [2.10, 2.70]},
+        _table_row(_row("legal", "ngram", 0.79, 1.16, category="legal/redline"), "ngram:min=5,max=5"),
+    ]  # fmt: skip
+    lead, above, rest = method_checks({"table": redline, "split_aside": aside})
+    assert lead["check"].startswith("legal/redline: a model-free method")
+    assert lead["passed"] is True and lead["measured"] == pytest.approx(2.40 / 1.56)
+    assert above["passed"] is True and above["measured"] == pytest.approx(2.10 - 1.70)
+    assert rest["passed"] is True and rest["measured"] == pytest.approx(2.0 / 1.25)
+    # The distilled draft ahead on redline, its interval overlapping; too few requests for an interval.
+    redline[1] = {**redline[1], "speedup_measured": 1.30, "speedup_measured_ci": [1.0, 1.5]}
+    lead, above, _ = method_checks({"table": redline, "split_aside": aside})
+    assert lead["passed"] is False and lead["margin"] == pytest.approx(1.30 / 1.56 - 1.0)
+    assert above["passed"] is False and above["margin"] == pytest.approx(1.0 - 1.70)
+    redline[0] = {**redline[0], "speedup_measured_ci": None}
+    assert method_checks({"table": redline, "split_aside": aside})[1]["passed"] is None
+    assert [c["passed"] for c in method_checks({})] == [None, None]

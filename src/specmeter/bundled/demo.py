@@ -19,12 +19,13 @@ latencies, and its gain over the best single candidate for all traffic.
 
 "Where speculation stops paying" (:func:`load_section`) takes the legal winner under batched decoding on a
 subset of the legal prompts: measured at B = 1, 4, 16 (``bench --batch B``: waves of B concurrent
-sequences, baseline and winner interleaved, E_meas decode-only and end-to-end with paired intervals and the
-surface's wave prediction), the predicted curve E(B, k) at B = 1, 2, 4, … 32 and k = 0 … the winner's k
-(the cost surface timed in the loop's rhythm at the acceptance the legal bench measured, analysed as ``tune
---batch`` does), the crossover batch size (predicted, and measured at the winner's k) and the schedule it
-recommends, as vLLM's ``num_speculative_tokens_per_batch_size`` and as ``serve --k-schedule``. Its figures
-are in ``summary.json`` under ``load``, the runs in ``batch-legal-B.json``, the curve in ``load-legal.json``.
+sequences kept at B rows, baseline and winner interleaved, E_meas decode-only and end-to-end with paired
+intervals and the surface's wave prediction), the predicted curve E(B, k) at B = 1, 2, 4, … 32 and k = 0 …
+the winner's k (the cost surface timed in the loop's rhythm at the acceptance the legal bench measured,
+analysed as ``tune --batch`` does), the crossover batch size (predicted, and measured at the winner's k) and
+the schedule it recommends, as vLLM's ``num_speculative_tokens_per_batch_size`` and as ``serve
+--k-schedule``. Its figures are in ``summary.json`` under ``load``, the runs in ``batch-legal-B.json``, the
+curve in ``load-legal.json``.
 """
 
 from __future__ import annotations
@@ -41,11 +42,14 @@ from specmeter.measuring.progress import Reporter, Silent
 from specmeter.report.files import write_json_atomic
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from specmeter.measuring.run import Measurement
+    from specmeter.metrics.records import RunRecord
 
 __all__ = ["DEMO_METHODS", "LOAD", "LOAD_QUICK", "QUICK_PROMPTS", "SEED_ROI", "SPLIT_CATEGORIES",
-           "DemoOutcome", "LoadPlan", "head_specs", "load_section", "methods_section", "run_demo",
-           "story_checks", "strict_exit", "summarize_demo"]  # fmt: skip
+           "DemoOutcome", "LoadPlan", "head_specs", "load_section", "method_checks", "methods_section",
+           "run_demo", "split_aside", "story_checks", "strict_exit", "summarize_demo"]  # fmt: skip
 
 # The field report's economics: 2.5x on an instance 1.75x the price gives -30% monthly cost. The volume,
 # throughput and prices are illustrative inputs with that ratio; only ratios matter for the savings share.
@@ -355,6 +359,7 @@ def run_demo(
         for row in _rows(d, r, matches[d], names, category=category)
     ]
     summary["methods"] = methods_section(measured, [*rows, *split], names)
+    summary["checks"] = [*summary["checks"], *method_checks(summary["methods"])]
     runs = {**results, **({"tune-legal": tune_result} if tune_result else {}), **batch_runs}
     # How quiet the machine was during each run (the hygiene section of its result).
     summary["machine"] = {name: (r.get("hygiene") or {}).get("verdict") for name, r in runs.items()}
@@ -401,7 +406,71 @@ def methods_section(
         "lines": select["recommendation"]["lines"],
         "memory": select["memory"],
         "category_router": analyse_routes(base, runs),
+        "split_aside": split_aside(base, runs),
     }
+
+
+def split_aside(baseline: RunRecord, runs: Sequence[RunRecord]) -> dict[str, Any]:
+    """Per domain that has a split category (:data:`SPLIT_CATEGORIES`), every candidate's end-to-end E_meas
+    over that domain's other requests (legal text with ``legal/redline`` left out), paired as the router by
+    category pairs (``selection.route_analysis.speedups_where``). Whether the distilled draft leads the rest
+    of its domain is read from it (:func:`method_checks`)."""
+    from specmeter.selection.route_analysis import speedups_where, top_domain
+
+    out: dict[str, Any] = {}
+    for domain in sorted({top_domain(c) for c in SPLIT_CATEGORIES}):
+
+        def rest(category: str, domain: str = domain) -> bool:
+            return top_domain(category) == domain and category not in SPLIT_CATEGORIES
+
+        requests, by_candidate = speedups_where(baseline, runs, rest)
+        out[domain] = {"left_out": [c for c in SPLIT_CATEGORIES if top_domain(c) == domain],
+                       "requests": requests, "by_candidate": by_candidate}  # fmt: skip
+    return out
+
+
+def _model_free(method: str | None) -> bool:
+    from specmeter.methods import MethodSpecError, parse_method
+
+    try:
+        return bool(method) and parse_method(str(method)).model_free
+    except MethodSpecError:
+        return False
+
+
+def method_checks(methods: dict[str, Any]) -> list[dict[str, Any]]:
+    """The methods' story, each as measured against its threshold with its margin: on each split category
+    (a copying task, :data:`SPLIT_CATEGORIES`) a model-free method has the highest E_meas, and its interval
+    lies above the distilled draft's (C's); over the rest of that domain C has the highest E_meas. Ratios of
+    E (best model-free / best other; C / best other), and the gap lo(model-free) − hi(C) between intervals
+    (None where a category holds too few requests for an interval, ``metrics.stats.MIN_CI_REQUESTS``)."""
+    checks: list[dict[str, Any]] = []
+    table = methods.get("table") or []
+    for category in SPLIT_CATEGORIES:
+        rows = [r for r in table if r.get("category") == category and r.get("speedup_measured")]
+        free = [r for r in rows if _model_free(r.get("method"))]
+        other = [r for r in rows if not _model_free(r.get("method"))]
+        best_free = max(free, key=lambda r: r["speedup_measured"], default=None)
+        best_other = max(other, key=lambda r: r["speedup_measured"], default=None)
+        ratio = None
+        if best_free and best_other:
+            ratio = best_free["speedup_measured"] / best_other["speedup_measured"]
+        checks.append(_check(f"{category}: a model-free method has the highest E_meas (÷ the best other)",
+                             ratio, 1.0, ">="))  # fmt: skip
+        c_row = next((r for r in rows if r.get("draft") == "draft-legal"), None)
+        free_ci = (best_free or {}).get("speedup_measured_ci")
+        c_ci = (c_row or {}).get("speedup_measured_ci")
+        gap = free_ci[0] - c_ci[1] if free_ci and c_ci else None
+        checks.append(_check(f"{category}: its E_meas interval lies above C's (lower − upper end)",
+                             gap, 0.0, ">="))  # fmt: skip
+    for domain, part in (methods.get("split_aside") or {}).items():
+        es = {c["draft"]: c["speedup_measured"] for c in part["by_candidate"] if c["speedup_measured"]}
+        c_e = es.pop("draft-legal", None)
+        ratio = c_e / max(es.values()) if c_e and es else None
+        left_out = ", ".join(part["left_out"])
+        checks.append(_check(f"{domain} ({left_out} aside): C has the highest E_meas (÷ the best other)",
+                             ratio, 1.0, ">="))  # fmt: skip
+    return checks
 
 
 def strict_exit(runs: dict[str, dict[str, Any]], reporter: Reporter) -> int:

@@ -111,16 +111,20 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
     for c in summary["checks"]:
         mark = {True: "[green]pass[/]", False: "[red]miss[/]", None: "[yellow]n/a [/]"}[c["passed"]]
         console.print(f"  {mark}  {escape(check_text(c))}", soft_wrap=True)
-    missed = [c for c in summary["checks"] if c["passed"] is False]
-    if summary["checks"] and not missed:
-        console.print(f"all {len(summary['checks'])} checks pass")
-    elif missed:
-        short = "; ".join(f"{c['check']} by {fmt_num(-(c.get('margin') or 0.0), 3)}" for c in missed)
-        console.print(
-            f"{len(summary['checks']) - len(missed)} of {len(summary['checks'])} checks pass; "
-            f"missed: {escape(short)}",
-            soft_wrap=True,
-        )
+    checks = summary["checks"]
+    missed = [c for c in checks if c["passed"] is False]
+    unmeasured = [c for c in checks if c["passed"] is None]
+    passed = len(checks) - len(missed) - len(unmeasured)
+    if checks and passed == len(checks):
+        console.print(f"all {len(checks)} checks pass")
+    elif checks:
+        parts = [f"{passed} of {len(checks)} checks pass"]
+        if missed:
+            short = "; ".join(f"{c['check']} by {fmt_num(-(c.get('margin') or 0.0), 3)}" for c in missed)
+            parts.append(f"missed: {short}")
+        if unmeasured:
+            parts.append(f"not measured: {'; '.join(c['check'] for c in unmeasured)}")
+        console.print(escape("; ".join(parts)), soft_wrap=True)
 
 
 def check_text(check: dict[str, Any]) -> str:
@@ -295,7 +299,7 @@ def render_load(load: dict[str, Any], console: Console) -> None:
     k = load["k"]
     title = (
         f"where speculation stops paying — {load['candidate']} {load['draft']} at k={k} on {load['domain']} "
-        f"({load['prompts']} prompts × {load['max_tokens']} tokens, greedy, waves of B sequences)"
+        f"({load['prompts']} prompts × {load['max_tokens']} tokens, greedy, waves kept at B rows)"
     )
     table = Table(title=title)
     for col in ("B", "E_meas decode [95% CI]", "E_pred (waves)", "error", f"E(B,{k}) curve",
@@ -311,8 +315,9 @@ def render_load(load: dict[str, Any], console: Console) -> None:
             _matched(r), escape(str(r.get("machine") or "—")),
         )  # fmt: skip
     table.caption = (
-        "decode-only E_meas is the figure to compare (a wave's prefill is shared); E_pred (waves) replays "
-        "the recorded steps at the cost surface timed between the waves; E(B,k) curve: the steady state below"
+        "decode-only E_meas is the figure to compare (each wave is kept at B rows, clocks paused while a row "
+        "joins); E_pred (waves) prices the recorded steps on the cost surface timed between the waves; "
+        "E(B,k) curve: the steady state below"
     )
     console.print()
     console.print(table)

@@ -34,8 +34,9 @@ def bench(
         int | None,
         typer.Option(
             "--batch",
-            help="Run the golden set as waves of B concurrent sequences (batched decoding) and put E_meas "
-            "at B beside what the cost surface predicts.",
+            help="Run the golden set as waves of B concurrent sequences, each kept at B rows until its last "
+            "request ends (continuous batching under load), and put E_meas at B beside what the cost surface "
+            "predicts.",
         ),
     ] = None,
     *,

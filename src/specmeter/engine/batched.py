@@ -226,8 +226,7 @@ class BatchedDecoder:
         Background rows are discarded from the proposer's memory, the others finish as usual.
         """
         for r in range(len(self._live) - 1, -1, -1):
-            if self.proposer is not None:
-                (self.proposer.discard if self._live[r].req.background else self.proposer.finish)(r)
+            self._end(r)
         self._live.clear()
         self._waiting.clear()
 
@@ -303,6 +302,11 @@ class BatchedDecoder:
         if row.reason is None and stop:
             row.reason = "interrupted"
 
+    def _end(self, r: int) -> None:
+        """The proposer forgets live row ``r``'s sequence: a background row is discarded, others finish."""
+        if self.proposer is not None:
+            (self.proposer.discard if self._live[r].req.background else self.proposer.finish)(r)
+
     def _retire(self) -> list[tuple[Any, Generation]]:
         """Remove finished rows; the last live row moves into each hole so rows stay 0 … B-1."""
         done = []
@@ -313,8 +317,7 @@ class BatchedDecoder:
             if row.error is not None:
                 self.errors[row.req.tag] = row.error
             done.append((row.req.tag, row.generation()))
-            if self.proposer is not None:
-                (self.proposer.discard if row.req.background else self.proposer.finish)(r)
+            self._end(r)
             last = len(self._live) - 1
             if r != last:
                 self.target.move_row(last, r)

@@ -74,6 +74,17 @@ def bootstrap_ratio_ci(
     return float(lo), float(hi)
 
 
+def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+    """The central ``confidence`` percentile interval of bootstrap ``samples``, their non-finite values left
+    out (a resample with no ratio); None when none is finite."""
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return None
+    tail = 50.0 * (1.0 - confidence)
+    lo, hi = np.percentile(finite, [tail, 100.0 - tail])
+    return [float(lo), float(hi)]
+
+
 def paired_speedup_ci(
     baseline_times: Sequence[float],
     spec_times: Sequence[float],

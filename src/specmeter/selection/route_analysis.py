@@ -36,10 +36,10 @@ import numpy as np
 
 from specmeter.metrics.records import RunRecord
 from specmeter.metrics.speedup import by_occurrence
-from specmeter.metrics.stats import MIN_CI_REQUESTS, paired_speedup_ci
+from specmeter.metrics.stats import MIN_CI_REQUESTS, paired_speedup_ci, percentile_interval
 from specmeter.selection.mix import bootstrap_weighted
 
-__all__ = ["CONFIDENCE", "analyse_routes", "top_domain"]
+__all__ = ["CONFIDENCE", "analyse_routes", "speedups_where", "top_domain"]
 
 CONFIDENCE = 0.95
 
@@ -109,13 +109,11 @@ def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def _interval(samples: np.ndarray) -> list[float] | None:
-    finite = samples[np.isfinite(samples)]
-    if finite.size == 0:
-        return None
-    tail = 50.0 * (1.0 - CONFIDENCE)
-    lo, hi = np.percentile(finite, [tail, 100.0 - tail])
-    return [float(lo), float(hi)]
+def _by_candidate(runs: Sequence[RunRecord], es: np.ndarray) -> list[dict[str, Any]]:
+    """Every candidate's E from :func:`_speedups` (None where it has none)."""
+    return [
+        {"draft": _name(run), "k": run.k, "speedup_measured": _finite(es[c])} for c, run in enumerate(runs)
+    ]
 
 
 def _option(
@@ -182,10 +180,12 @@ def _scope(
     samples = bootstrap_weighted(p.base[idx], columns, codes, weights, n_resamples=n_resamples, seed=seed)
     router_ci = gain_ci = None
     if samples is not None:
-        router_ci = _interval(samples[:, 0])
-        single["speedup_measured_ci"] = _interval(samples[:, 1])  # the same resamples as the router's
+        router_ci = percentile_interval(samples[:, 0], CONFIDENCE)
+        single["speedup_measured_ci"] = percentile_interval(
+            samples[:, 1], CONFIDENCE
+        )  # the same resamples as the router's
         with np.errstate(divide="ignore", invalid="ignore"):
-            gain_ci = _interval(samples[:, 0] / samples[:, 1] - 1.0)
+            gain_ci = percentile_interval(samples[:, 0] / samples[:, 1] - 1.0, CONFIDENCE)
     return {
         "requests": int(idx.size),
         "router": {"speedup_measured": router, "speedup_measured_ci": router_ci},
@@ -233,10 +233,7 @@ def analyse_routes(
                 "pick": pick,
                 "runner_up": runner,
                 "separated": _separated(pick, runner),
-                "by_candidate": [
-                    {"draft": _name(run), "k": run.k, "speedup_measured": _finite(es[c])}
-                    for c, run in enumerate(runs)
-                ],
+                "by_candidate": _by_candidate(runs, es),
             }
         )
     strata = np.array(p.domains, dtype=object)
@@ -258,3 +255,16 @@ def analyse_routes(
         "domains": domains,
         "all": overall,
     }
+
+
+def speedups_where(
+    baseline: RunRecord, runs: Sequence[RunRecord], keep: Callable[[str], bool]
+) -> tuple[int, list[dict[str, Any]]]:
+    """Every candidate's E over the requests every run finished whose category ``keep`` accepts (legal text
+    but ``legal/redline``): Σ baseline latency / Σ candidate latency, paired as :func:`analyse_routes`
+    pairs. Returns (requests, one ``{"draft", "k", "speedup_measured"}`` per candidate, None where the
+    times sum to 0)."""
+    runs = [r for r in runs if r.draft is not None]
+    p = _pair(baseline, runs, top_domain)
+    idx = np.flatnonzero(np.array([keep(c) for c in p.categories], dtype=bool))
+    return int(idx.size), _by_candidate(runs, _speedups(p, idx))

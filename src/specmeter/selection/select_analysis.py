@@ -20,8 +20,9 @@ import numpy as np
 from specmeter.methods import DRAFT_MODEL
 from specmeter.metrics.acceptance import acceptance_counts, acceptance_rate
 from specmeter.metrics.memory import extra_memory_bytes
-from specmeter.metrics.records import BASELINE, ModelInfo, RequestRecord, RunRecord
+from specmeter.metrics.records import BASELINE, ModelInfo, RunRecord
 from specmeter.metrics.speedup import by_occurrence
+from specmeter.metrics.stats import percentile_interval
 from specmeter.metrics.summary import judge, summarize
 from specmeter.report.fmt import fmt_bytes
 from specmeter.selection.mix import assign_domains, bootstrap_weighted, weighted_speedups
@@ -58,20 +59,8 @@ def domains_of(
     return {c: n / total for c, n in counts.items()}, {c: c for c in counts}
 
 
-def _keyed(requests: Sequence[RequestRecord]) -> dict[tuple[str, int], RequestRecord]:
-    """Requests by (id, occurrence), pairing like ``speedup.pair_latencies``."""
-    return by_occurrence(requests)
-
-
 def _interval(samples: np.ndarray | None) -> list[float] | None:
-    if samples is None:
-        return None
-    finite = samples[np.isfinite(samples)]
-    if finite.size == 0:
-        return None
-    tail = 50.0 * (1.0 - CONFIDENCE)
-    lo, hi = np.percentile(finite, [tail, 100.0 - tail])
-    return [float(lo), float(hi)]
+    return None if samples is None else percentile_interval(samples, CONFIDENCE)
 
 
 def _name(run: RunRecord) -> str:
@@ -90,8 +79,8 @@ class _Aligned:
 def _align(
     baseline: RunRecord, runs: Sequence[RunRecord], names: list[str], assignment: Mapping[str, str | None]
 ) -> _Aligned:
-    base_keyed = _keyed(baseline.requests)
-    keyed = [_keyed(r.requests) for r in runs]
+    base_keyed = by_occurrence(baseline.requests)
+    keyed = [by_occurrence(r.requests) for r in runs]
     keys = [k for k in base_keyed if all(k in kr for kr in keyed)]
     domains = [assignment.get(base_keyed[k].category) for k in keys]
     return _Aligned(
