@@ -1,4 +1,4 @@
-"""Training: corpus reading, loss going down, resuming from a checkpoint, distillation raising α."""
+"""Training: corpus reading, loss going down, resuming, distillation raising α, copy rows."""
 
 from __future__ import annotations
 
@@ -10,9 +10,19 @@ import torch
 from typer.testing import CliRunner
 
 from specmeter.cli.app import app
-from specmeter.training.data import CorpusError, parse_filter, read_documents, tokenize_corpus
+from specmeter.training.data import (
+    COPY_MAX_SPAN,
+    COPY_MIN_SPAN,
+    COPY_ROW,
+    COPY_SPAN,
+    CorpusError,
+    copy_rows,
+    parse_filter,
+    read_documents,
+    tokenize_corpus,
+)
 from specmeter.training.distill import heldout_alpha, load_teacher_rows, make_teacher_data, train_on_teacher
-from specmeter.training.lm import train_language_model
+from specmeter.training.lm import induction_score, ordinary_ids, train_language_model
 from specmeter.training.loop import TrainConfig, lr_at
 from specmeter.training.models import PRESETS, build_model, export, load_trainable
 from tiny_models import sample_corpus
@@ -74,6 +84,62 @@ def test_training_lowers_loss_and_resumes(tiny, corpus: Path, tmp_path: Path) ->
     assert second.eval_loss < first.eval_loss - 0.3
 
 
+def test_copy_rows_repeat_a_random_string_of_ordinary_ids() -> None:
+    specials = {0, 1, 2, 3}
+    ordinary = torch.arange(4, 2048)
+    rows = copy_rows(ordinary, 400, bos=1, generator=torch.Generator().manual_seed(0))
+    assert rows.shape == (400, 1 + COPY_ROW)
+    assert bool((rows[:, 0] == 1).all())
+    body = rows[:, 1:]
+    assert not specials & set(body.unique().tolist())
+    periods = []
+    for row in body:  # each row is its string repeated: periodic, with the string's length as period
+        period = next(p for p in range(1, COPY_ROW) if torch.equal(row[p:], row[:-p]))
+        periods.append(period)
+    assert min(periods) >= COPY_MIN_SPAN and max(periods) <= COPY_MAX_SPAN
+    assert len(set(periods)) > 30  # lengths vary from row to row (one length teaches a positional head)
+    # each row's vocabulary is log-uniform in [128, 2044]: P(v <= 256) = ln 2 / ln(2044 / 128) = 0.25, and
+    # such a row's ids all lie among the first 256 ordinary ids (ids < 260)
+    small = float((body.amax(dim=1) < 4 + 256).float().mean())
+    assert 0.17 < small < 0.33
+    assert int(body.max()) > 1800  # the whole vocabulary is reached
+    again = copy_rows(ordinary, 400, bos=1, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(rows, again)
+    warmup = copy_rows(ordinary, 400, bos=1, generator=torch.Generator().manual_seed(1), max_vocab=128)
+    assert int(warmup[:, 1:].max()) < 4 + 128 and len(warmup[:, 1:].unique()) > 100
+
+
+class _Logits:
+    def __init__(self, logits: torch.Tensor) -> None:
+        self.logits = logits
+
+
+class _Shifted(torch.nn.Module):
+    """Predicts the token ``lag`` positions back: lag COPY_SPAN - 1 is a perfect copier of a repeat."""
+
+    def __init__(self, vocab: int, lag: int) -> None:
+        super().__init__()
+        self.vocab, self.lag = vocab, lag
+        self.unused = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids: torch.Tensor) -> _Logits:
+        # position i predicts token i + 1, which in a repeat is the token at i + 1 - COPY_SPAN
+        source = torch.roll(input_ids, shifts=self.lag, dims=1)
+        return _Logits(torch.nn.functional.one_hot(source, self.vocab).float())
+
+
+def test_induction_score_reads_the_repeat(tiny) -> None:
+    ordinary = ordinary_ids(tiny.tokenizer)
+    assert not set(ordinary.tolist()) & set(tiny.tokenizer.all_special_ids)
+    vocab = len(tiny.tokenizer)
+    bos = tiny.tokenizer.bos_token_id
+    assert induction_score(_Shifted(vocab, COPY_SPAN - 1), ordinary, bos) == 1.0
+    assert induction_score(_Shifted(vocab, COPY_SPAN), ordinary, bos) < 0.05  # one position off: not copying
+    assert induction_score(_Shifted(vocab, 0), ordinary, bos) < 0.05  # repeats the current token
+    untrained = build_model(PRESETS["draft-tiny"].with_overrides(hidden=48, layers=1), tiny.tokenizer, seed=0)
+    assert induction_score(untrained, ordinary, bos) < 0.05
+
+
 def test_distillation_raises_heldout_alpha(tiny, tmp_path: Path) -> None:
     prompts = [" ".join(t.split()[:6]) for t in sample_corpus(2)]
     train_prompts, held = prompts[:16], prompts[16:]
@@ -126,10 +192,33 @@ def test_train_cli_builds_a_loadable_model(tmp_path: Path, corpus: Path) -> None
     assert json.loads((out / "config.json").read_text())["dtype"] == "float16"
 
 
+def test_train_cli_with_copy_rows_reports_the_induction_probe(tmp_path: Path, corpus: Path) -> None:
+    out = tmp_path / "m"
+    args = ["train", "--corpus", str(corpus), "--out", str(out), "--preset", "draft-tiny", "--steps", "2"]
+    opts = [
+        "--batch",
+        "2",
+        "--seq-len",
+        "16",
+        "--vocab-size",
+        "300",
+        "--copy-rows",
+        "2",
+        "--copy-warmup",
+        "1",
+    ]
+    res = runner.invoke(app, [*args, *opts])
+    assert res.exit_code == 0, res.output
+    assert "of a repeated random string" in res.output and (out / "model.safetensors").is_file()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--preset", "huge"], "--preset"),
+        (["--copy-rows", "-1"], "--copy-rows must be in [0, 64]"),
+        (["--copy-warmup", "5"], "--copy-warmup must be in [0, 0]"),
+        (["--copy-rows", "2", "--copy-warmup", "1000"], "--copy-warmup must be in [0, 999]"),
         (["--steps", "0"], "--steps must be >= 1"),
         (["--filter", "register"], "KEY=VALUE"),
     ],

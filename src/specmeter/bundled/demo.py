@@ -75,9 +75,10 @@ SEED_ROI = {
 # cores (general bench 1 min 44 s, legal 2 min 14 s; the last run without them had taken 5 min 32 s), about
 # 7 min 46 s with a fresh install's 1 min 24 s added, so the benches keep 40 prompts.
 BENCH_PROMPTS, BENCH_TOKENS, TUNE_PROMPTS = 40, 48, 24
-# `--quick` benches the first 11 prompts of each set: one of each legal category, `legal/redline` (the 11th)
-# included, so the smoke run shows every row and category the full run does.
-QUICK_PROMPTS = 11
+# `--quick` benches the first 12 prompts of each set: one of each legal category, `legal/redline` and
+# `legal/review` (the 11th and 12th) included, and two of each general one, so the smoke run shows every row
+# and category the full run does.
+QUICK_PROMPTS = 12
 # Methods benched beside the drafts (docs/methods.md): vLLM's n-gram lookup and ArcticInference's suffix
 # decoding at their engines' defaults (no weights, no training), and layer skipping on the target's own first
 # 4 of its 10 layers (no weights of its own). The bundled EAGLE head joins them (:func:`head_specs`).

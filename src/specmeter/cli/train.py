@@ -46,6 +46,15 @@ def train(
     batch: int = typer.Option(16, help="Sequences per step."),
     seq_len: int = typer.Option(256, "--seq-len", help="Tokens per sequence."),
     lr: float = typer.Option(1e-3, help="Peak learning rate."),
+    copy_rows: int = typer.Option(
+        0,
+        "--copy-rows",
+        help="Rows of repeated random strings beside each batch, a curriculum for copying "
+        "(an experiment: training/data.py); 0: none.",
+    ),
+    copy_warmup: int = typer.Option(
+        0, "--copy-warmup", help="With --copy-rows: the first steps (of --steps) train on copy rows alone."
+    ),
     seed: int = typer.Option(0, help="Seed for initialisation and data order."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     work: Path | None = typer.Option(None, help="Checkpoint directory (default: OUT.work)."),
@@ -55,7 +64,7 @@ def train(
     from specmeter.engine.loader import resolve_device
     from specmeter.modeldir import ModelDirError
     from specmeter.training.data import CorpusError, parse_filter, read_documents, tokenize_corpus
-    from specmeter.training.lm import train_language_model
+    from specmeter.training.lm import induction_score, ordinary_ids, train_language_model
     from specmeter.training.loop import TrainConfig
     from specmeter.training.models import PRESETS, build_model, export, param_count
 
@@ -68,6 +77,8 @@ def train(
         if value is not None and value < 1:
             fail(f"{name} must be >= 1")
     check_range("--vocab-size", vocab_size, low=1)
+    check_range("--copy-rows", copy_rows, low=0, high=batch * 4)
+    check_range("--copy-warmup", copy_warmup, low=0, high=steps - 1 if copy_rows else 0)
     work = check_training(lr, seed, out, work, {"--corpus": corpus, "--tokenizer": tokenizer})
     try:
         dev = resolve_device(device)
@@ -85,8 +96,15 @@ def train(
         f"{tokens.train.numel():,} tokens; {steps} steps × {batch} × {seq_len}"
     )
     cfg = TrainConfig(
-        steps=steps, batch=batch, seq_len=min(seq_len, shape.max_positions - 1), lr=lr, seed=seed
+        steps=steps,
+        batch=batch,
+        seq_len=min(seq_len, shape.max_positions - 1),
+        lr=lr,
+        seed=seed,
+        copy_rows=copy_rows,
+        copy_warmup=copy_warmup,
     )
+    ordinary = ordinary_ids(tok)
     with training_progress(steps, "train", quiet) as progress:
         task = progress.add_task("train", total=steps, loss="—", eval="—")
 
@@ -94,10 +112,22 @@ def train(
             progress.update(task, completed=step, loss=f"{loss:.3f}", eval="—" if ev is None else f"{ev:.3f}")
 
         try:
-            result = train_language_model(model, tokens, cfg, work / "checkpoint.pt", on_step=on_step)
+            result = train_language_model(
+                model,
+                tokens,
+                cfg,
+                work / "checkpoint.pt",
+                on_step=on_step,
+                ordinary=ordinary,
+                bos=tok.bos_token_id,
+            )
         except CorpusError as e:
             fail(str(e))
     export(model, tok, out)
     resumed = f" (resumed at step {result.resumed_from})" if result.resumed_from else ""
     ev = f"{result.eval_loss:.3f}" if result.eval_loss is not None else "—"
-    console.print(f"saved {out}{resumed}: final loss {result.last_loss:.3f}, held-out loss {ev}")
+    copies = induction_score(model, ordinary, tok.bos_token_id)
+    console.print(
+        f"saved {out}{resumed}: final loss {result.last_loss:.3f}, held-out loss {ev}; "
+        f"copies {copies:.1%} of a repeated random string (induction probe, training/lm.py)"
+    )

@@ -9,6 +9,7 @@ BOS + text + EOS and concatenated, so every window of the stream is a valid trai
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,3 +116,37 @@ def sequential_windows(stream: torch.Tensor, batch: int, seq_len: int) -> Iterat
     windows = [stream[i * seq_len : i * seq_len + seq_len + 1] for i in range(n)]
     for i in range(0, len(windows), batch):
         yield torch.stack(windows[i : i + batch])
+
+
+# The copying curriculum (issue 40, an experiment; docs/methods.md "Per-category acceptance on the bundled
+# target"): strings of random tokens repeated, so the only way to predict a repeat is to find the earlier
+# occurrence and copy what followed it (an induction head). Each row draws its tokens from the first ``v``
+# ordinary ids, ``v`` log-uniform between COPY_MIN_VOCAB and the whole vocabulary, and its string's length
+# uniform in [COPY_MIN_SPAN, COPY_MAX_SPAN]. With one length for every row (32, measured 2026-12-05) the
+# bundled target's shape learned in 200 steps to copy "the token 32 back", a positional head: 65% of a
+# repeat at that distance, 0-1% at 21 or 40, and no more copying in text than before. With lengths that
+# vary it stayed on the loss plateau (ln v) for 500 warm-up steps: a true induction head had not formed.
+COPY_ROW = 128  # tokens per row after BOS: the string repeated to fill it
+COPY_MIN_SPAN, COPY_MAX_SPAN = 8, 48
+COPY_SPAN = 32  # the induction probe's string (lm.induction_score)
+COPY_MIN_VOCAB = 128
+
+
+def copy_rows(
+    ordinary: torch.Tensor, rows: int, bos: int, generator: torch.Generator, max_vocab: int | None = None
+) -> torch.Tensor:
+    """[rows, 1 + COPY_ROW]: BOS, then a random string of ``ordinary`` ids repeated to fill the row.
+
+    ``ordinary`` are the ids that are not special tokens, in id order; ``max_vocab`` caps each row's
+    vocabulary (the warm-up's few-token strings).
+    """
+    n = ordinary.numel() if max_vocab is None else min(max_vocab, ordinary.numel())
+    low = min(COPY_MIN_VOCAB, n)
+    # log-uniform vocabulary per row: [128, n]
+    u = torch.rand(rows, 1, generator=generator)
+    vocab = torch.exp(math.log(low) + u * (math.log(n) - math.log(low))).long().clamp(1, n)
+    picks = (torch.rand(rows, COPY_ROW, generator=generator) * vocab).long()  # [rows, row] in [0, v)
+    span = torch.randint(COPY_MIN_SPAN, COPY_MAX_SPAN + 1, (rows, 1), generator=generator)
+    # position j takes the string's token j mod span: span 3 -> [p0, p1, p2, p0, p1, p2, p0, ...]
+    tiled = picks.gather(1, torch.arange(COPY_ROW).unsqueeze(0) % span)
+    return torch.cat([torch.full((rows, 1), bos, dtype=torch.long), ordinary[tiled]], dim=1)

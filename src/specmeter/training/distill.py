@@ -122,8 +122,8 @@ def load_teacher_rows(path: Path) -> list[dict[str, Any]]:
 
 def teacher_batches(
     rows: list[dict[str, Any]], batch: int, pad: int, device: torch.device
-) -> Callable[[torch.Generator], Iterator[TeacherBatch]]:
-    def gen(g: torch.Generator) -> Iterator[TeacherBatch]:
+) -> Callable[[torch.Generator, int], Iterator[TeacherBatch]]:
+    def gen(g: torch.Generator, start: int) -> Iterator[TeacherBatch]:
         while True:
             pick = torch.randint(0, len(rows), (batch,), generator=g).tolist()
             chosen = [rows[i] for i in pick]

@@ -273,7 +273,7 @@ def train_head(
     """Train ``head`` on random batches of ``seqs`` (target features computed per batch)."""
     aux_layers = head.shape.aux_layers
 
-    def batches(g: torch.Generator) -> Iterator[HeadBatch]:
+    def batches(g: torch.Generator, start: int) -> Iterator[HeadBatch]:
         while True:
             pick = torch.randint(0, len(seqs), (cfg.batch,), generator=g).tolist()
             yield target_batch(target, [seqs[i][: cfg.seq_len] for i in pick], aux_layers)

@@ -32,6 +32,8 @@ class TrainConfig:
     eval_every: int = 200
     ckpt_every: int = 100
     bf16: bool | None = None  # None: use it where the hardware supports it
+    copy_rows: int = 0  # rows of the copying curriculum beside each batch (training/data.py copy_rows)
+    copy_warmup: int = 0  # first steps on copy rows alone, few-token strings (lm.train_language_model)
 
 
 def bf16_supported(device: torch.device) -> bool:
@@ -72,7 +74,7 @@ def _save_checkpoint(
 
 def run_training(
     model: Any,
-    batches: Callable[[torch.Generator], Iterator[Any]],
+    batches: Callable[[torch.Generator, int], Iterator[Any]],
     loss_fn: Callable[[Any, Any], torch.Tensor],
     cfg: TrainConfig,
     checkpoint: Path,
@@ -80,7 +82,10 @@ def run_training(
     evaluate: Callable[[Any], float] | None = None,
     on_step: Callable[[int, float, float | None], None] | None = None,
 ) -> TrainResult:
-    """Train ``model`` for ``cfg.steps`` optimizer steps; ``loss_fn(model, batch)`` returns a scalar loss."""
+    """Train ``model`` for ``cfg.steps`` optimizer steps; ``loss_fn(model, batch)`` returns a scalar loss.
+
+    ``batches(generator, start)`` yields the batches of steps start, start + 1, ... (start > 0 on resuming).
+    """
     device = next(model.parameters()).device
     use_bf16 = bf16_supported(device) if cfg.bf16 is None else cfg.bf16
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -98,7 +103,7 @@ def run_training(
         opt.load_state_dict(state["optimizer"])
         start = int(state["step"])
         generator.set_state(state["generator"])
-    stream = batches(generator)
+    stream = batches(generator, start)
     model.train()
     loss_value, eval_loss = float("nan"), None
     for step in range(start, cfg.steps):
