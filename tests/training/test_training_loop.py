@@ -14,7 +14,6 @@ from specmeter.training.data import (
     COPY_MAX_SPAN,
     COPY_MIN_SPAN,
     COPY_ROW,
-    COPY_SPAN,
     CorpusError,
     copy_rows,
     parse_filter,
@@ -115,7 +114,7 @@ class _Logits:
 
 
 class _Shifted(torch.nn.Module):
-    """Predicts the token ``lag`` positions back: lag COPY_SPAN - 1 is a perfect copier of a repeat."""
+    """Predicts the token ``lag`` + 1 positions back: a positional head, a copier for one string length."""
 
     def __init__(self, vocab: int, lag: int) -> None:
         super().__init__()
@@ -123,21 +122,39 @@ class _Shifted(torch.nn.Module):
         self.unused = torch.nn.Parameter(torch.zeros(1))
 
     def forward(self, input_ids: torch.Tensor) -> _Logits:
-        # position i predicts token i + 1, which in a repeat is the token at i + 1 - COPY_SPAN
+        # position i predicts token i + 1, which in a repeat of a string of n is the token at i + 1 - n
         source = torch.roll(input_ids, shifts=self.lag, dims=1)
         return _Logits(torch.nn.functional.one_hot(source, self.vocab).float())
 
 
-def test_induction_score_reads_the_repeat(tiny) -> None:
+class _Induction(_Shifted):
+    """An induction head by hand: find the last earlier place where the current two tokens occurred (else the
+    current token alone) and predict what followed it there (else id 0)."""
+
+    def forward(self, input_ids: torch.Tensor) -> _Logits:
+        out = torch.zeros_like(input_ids)
+        for r, row in enumerate(input_ids.tolist()):
+            for i in range(1, len(row)):
+                both = [j for j in range(1, i) if row[j] == row[i] and row[j - 1] == row[i - 1]]
+                one = [j for j in range(1, i) if row[j] == row[i]]
+                if both or one:
+                    out[r, i] = row[(both or one)[-1] + 1]
+        return _Logits(torch.nn.functional.one_hot(out, self.vocab).float())
+
+
+def test_induction_score_reads_the_repeat_at_every_length() -> None:
+    vocab, bos = 2048, 1
+    ordinary = torch.arange(4, vocab)
+    assert induction_score(_Induction(vocab, 0), ordinary, bos) > 0.98
+    assert induction_score(_Shifted(vocab, 31), ordinary, bos) < 0.1  # copies 32 back: one length of 51
+    assert induction_score(_Shifted(vocab, 0), ordinary, bos) < 0.02  # repeats the current token
+
+
+def test_induction_score_of_an_untrained_model(tiny) -> None:
     ordinary = ordinary_ids(tiny.tokenizer)
     assert not set(ordinary.tolist()) & set(tiny.tokenizer.all_special_ids)
-    vocab = len(tiny.tokenizer)
-    bos = tiny.tokenizer.bos_token_id
-    assert induction_score(_Shifted(vocab, COPY_SPAN - 1), ordinary, bos) == 1.0
-    assert induction_score(_Shifted(vocab, COPY_SPAN), ordinary, bos) < 0.05  # one position off: not copying
-    assert induction_score(_Shifted(vocab, 0), ordinary, bos) < 0.05  # repeats the current token
     untrained = build_model(PRESETS["draft-tiny"].with_overrides(hidden=48, layers=1), tiny.tokenizer, seed=0)
-    assert induction_score(untrained, ordinary, bos) < 0.05
+    assert induction_score(untrained, ordinary, tiny.tokenizer.bos_token_id) < 0.05
 
 
 def test_distillation_raises_heldout_alpha(tiny, tmp_path: Path) -> None:

@@ -128,7 +128,6 @@ def sequential_windows(stream: torch.Tensor, batch: int, seq_len: int) -> Iterat
 # vary it stayed on the loss plateau (ln v) for 500 warm-up steps: a true induction head had not formed.
 COPY_ROW = 128  # tokens per row after BOS: the string repeated to fill it
 COPY_MIN_SPAN, COPY_MAX_SPAN = 8, 48
-COPY_SPAN = 32  # the induction probe's string (lm.induction_score)
 COPY_MIN_VOCAB = 128
 
 

@@ -11,7 +11,6 @@ import torch.nn.functional as F
 
 from specmeter.training.data import (
     COPY_MIN_VOCAB,
-    COPY_SPAN,
     TokenStream,
     copy_rows,
     random_windows,
@@ -45,6 +44,10 @@ def lm_and_copy_loss(model: Any, batch: tuple[torch.Tensor | None, torch.Tensor]
     return loss / total
 
 
+# The induction probe's string lengths: other lengths than the copy rows' (8-48) as well as theirs.
+PROBE_MIN_SPAN, PROBE_MAX_SPAN = 11, 61
+
+
 def ordinary_ids(tokenizer: Any) -> torch.Tensor:
     """The ids that are not special tokens, in id order."""
     special = set(tokenizer.all_special_ids)
@@ -54,20 +57,27 @@ def ordinary_ids(tokenizer: Any) -> torch.Tensor:
 def induction_score(model: Any, ordinary: torch.Tensor, bos: int, rows: int = 32, seed: int = 0) -> float:
     """Share of a repeated random string's second occurrence the model predicts, greedy and teacher-forced.
 
-    A string of COPY_SPAN ids drawn from the whole vocabulary, then the same string: nothing but copying
-    predicts the repeat, so a model without an induction head scores about 1/vocabulary and one that copies
-    scores near 1 (the test of Olsson et al., 2022, "In-context learning and induction heads").
+    Each row is a string of PROBE_MIN_SPAN to PROBE_MAX_SPAN ids drawn from the whole vocabulary, then the
+    same string: nothing but copying predicts the repeat, so a model without an induction head scores about
+    1/vocabulary and one that copies scores near 1 (the test of Olsson et al., 2022, "In-context learning
+    and induction heads"). The length varies from row to row because a model trained on one length learns
+    "copy the token that far back", which reads as copying on that length alone (docs/methods.md).
     """
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
-    strings = ordinary[torch.randint(0, ordinary.numel(), (rows, COPY_SPAN), generator=g)]
-    ids = torch.cat([torch.full((rows, 1), bos, dtype=torch.long), strings, strings], dim=1).to(device)
+    width = 2 * PROBE_MAX_SPAN
+    span = torch.randint(PROBE_MIN_SPAN, PROBE_MAX_SPAN + 1, (rows, 1), generator=g)
+    picks = torch.randint(0, ordinary.numel(), (rows, PROBE_MAX_SPAN), generator=g)
+    body = ordinary[picks.gather(1, torch.arange(width).unsqueeze(0) % span)]  # period span per row
+    ids = torch.cat([torch.full((rows, 1), bos, dtype=torch.long), body], dim=1).to(device)
     with torch.no_grad():
-        predicted = model(input_ids=ids[:, :-1]).logits.argmax(-1)  # [rows, 2 * span]
-    # the prediction at position i is for token i + 1; the repeat's tokens after its first are the test
-    # [bos, a, b, c, a, b, c] -> predictions of b, c at positions 4, 5 (the first repeated a is not copyable)
-    hits = predicted[:, COPY_SPAN + 1 :] == ids[:, COPY_SPAN + 2 :]
-    return float(hits.float().mean().item())
+        predicted = model(input_ids=ids[:, :-1]).logits.argmax(-1).cpu()  # [rows, width]
+    # predicted[:, i] is for ids[:, i + 1] = body[:, i]; the test is the repeat after its first token:
+    # span 3, [bos, a, b, c, a, b, c] -> body positions 4, 5 (b, c), i.e. i >= span + 1 and i < 2 * span
+    i = torch.arange(width).unsqueeze(0)
+    tested = (i >= span + 1) & (i < 2 * span)
+    hits = (predicted == body) & tested
+    return float(hits.sum() / tested.sum())
 
 
 def heldout_loss(model: Any, stream: torch.Tensor, batch: int, seq_len: int, max_batches: int = 20) -> float:
