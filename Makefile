@@ -167,10 +167,13 @@ bench: $(STAMP)
 # The bundled demo models, reproducible from fixed seeds. The corpus generator is a build tool outside the
 # installed package (tools/corpus, docs/corpus.md). The corpus uses seed 0 and 60k+60k documents: the
 # golden sets are checked to be held out against exactly that corpus (docs/corpus.md); the distillation
-# prompts are cut from its first 3,000 legal documents, so they are training data too (about an hour on 2 CPU cores; resumable:
+# prompts are cut from its first 3,000 legal documents, so they are training data too. The target first
+# trains 1,600 steps on repeated random strings alone, until an induction head forms (--copy-warmup, an
+# experiment of issue 40: training/data.py), then 800 corpus steps with 8 such rows beside each batch
+# (about 2 hours on 2 CPU cores in all; resumable:
 # rerun after an interruption and every stage continues from its checkpoint). Not part of the tests.
 WORK := .models-work
-TARGET_STEPS ?= 800
+TARGET_STEPS ?= 2400
 GENERAL_STEPS ?= 3000
 TINY_STEPS ?= 1500
 DISTILL_STEPS ?= 800
@@ -183,7 +186,7 @@ models: $(STAMP)
 	test -f $(WORK)/legal-prompts.jsonl || PYTHONPATH=tools $(BIN)/python -m corpus \
 		--out $(WORK)/legal-prompts.jsonl --general 0 --legal 3000 --seed 0
 	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/target --preset target \
-		--vocab-size 2048 --steps $(TARGET_STEPS) --seed 0 --work $(WORK)/target
+		--vocab-size 2048 --steps $(TARGET_STEPS) --copy-rows 8 --copy-warmup 1600 --seed 0 --work $(WORK)/target
 	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/draft-general --preset draft-general \
 		--tokenizer $(MODELS)/target --filter register=general --steps $(GENERAL_STEPS) --seed 1 \
 		--work $(WORK)/draft-general

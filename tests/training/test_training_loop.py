@@ -64,6 +64,12 @@ def test_lr_schedule_warms_up_then_decays() -> None:
     assert lr_at(10, cfg) == pytest.approx(1.0)
     assert lr_at(100, cfg) == pytest.approx(0.1)
     assert lr_at(55, cfg) == pytest.approx(0.55)
+    copying = TrainConfig(steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1, copy_warmup=60)
+    assert lr_at(5, copying) == pytest.approx(0.6)
+    assert (
+        lr_at(59, copying) == lr_at(60, copying) == pytest.approx(1.0)
+    )  # the decay starts after the copying
+    assert lr_at(80, copying) == pytest.approx(0.55) and lr_at(100, copying) == pytest.approx(0.1)
 
 
 def test_training_lowers_loss_and_resumes(tiny, corpus: Path, tmp_path: Path) -> None:

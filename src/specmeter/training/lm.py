@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from specmeter.training.data import (
-    COPY_MIN_VOCAB,
+    COPY_WARMUP_VOCAB,
     TokenStream,
     copy_rows,
     random_windows,
@@ -110,9 +110,14 @@ def train_language_model(
 
     def with_copies(g: torch.Generator, start: int) -> Any:
         assert ordinary is not None
-        # the warm-up: copy rows alone, few-token strings, where the circuit forms in a hundred-odd steps
+        # the warm-up: copy rows alone, on 256-id strings, until an induction head forms (data.py)
         for _ in range(start, cfg.copy_warmup):
-            yield None, copy_rows(ordinary, cfg.batch, bos, g, max_vocab=COPY_MIN_VOCAB).to(device)
+            yield (
+                None,
+                copy_rows(
+                    ordinary, cfg.batch, bos, g, max_vocab=COPY_WARMUP_VOCAB, min_vocab=COPY_WARMUP_VOCAB
+                ).to(device),
+            )
         for w in random_windows(tokens.train, cfg.batch, cfg.seq_len, g):
             yield w.to(device), copy_rows(ordinary, cfg.copy_rows, bos, g).to(device)
 

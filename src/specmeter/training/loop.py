@@ -48,9 +48,13 @@ def bf16_supported(device: torch.device) -> bool:
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up to ``lr``; ``lr`` through a copy warm-up; then cosine decay to ``lr * min_lr_ratio``."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
-    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    if step < cfg.copy_warmup:
+        return cfg.lr
+    start = max(cfg.warmup, cfg.copy_warmup)
+    progress = (step - start) / max(1, cfg.steps - start)
     cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cosine)
 
