@@ -35,6 +35,7 @@ def config(tmp_path: Path, **fields: Any) -> MeasureConfig:
         ({"top_p": 1.5}, "--top-p"),
         ({"top_p": math.nan}, "--top-p"),
         ({"limit": 0}, "--limit must be >= 1"),
+        ({"limit": 4, "top_up": {"legal/redline": 0}}, "top-up of 'legal/redline' must be >= 1"),
         ({"threads": 0}, "--threads must be >= 1"),
         ({"cost_repeats": 0}, "--cost-repeats must be >= 1"),
         ({"device": "gpu"}, "--device: 'gpu'"),

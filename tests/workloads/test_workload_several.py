@@ -53,3 +53,29 @@ def test_every_files_problems_are_reported_at_once(tmp_path: Path) -> None:
     with pytest.raises(WorkloadError) as info:
         load_workloads([a, tmp_path / "missing.jsonl"])
     assert [p.split(":")[0] for p in info.value.problems] == [str(a), str(tmp_path / "missing.jsonl")]
+
+
+def test_a_top_up_adds_the_next_prompts_of_its_categories_in_file_order(tmp_path: Path) -> None:
+    cats = ["a", "r", "b", "r", "c", "r", "r", "b"]
+    rows = ({"id": f"q{i}", "prompt": "x", "category": c} for i, c in enumerate(cats))
+    path = write(tmp_path / "g.jsonl", *rows)
+    # The first 3 [a r b], then r at 3 and 5 until r holds 3; b is not topped up, r at 6 is not needed.
+    topped = load_workloads([path], limit=3, top_up={"r": 3})
+    assert [p.id for p in topped.prompts] == ["q0", "q1", "q2", "q3", "q5"]
+    assert topped.where(4) == f"{path}:6"
+    # A category already held often enough, or one the file lacks, adds nothing; the file's end stops it.
+    four = load_workloads([path], limit=4).prompts
+    assert load_workloads([path], limit=4, top_up={"r": 2, "z": 5}).prompts == four
+    assert [p.id for p in load_workloads([path], limit=1, top_up={"b": 9}).prompts] == ["q0", "q2", "q7"]
+
+
+def test_the_demo_legal_bench_tops_up_its_split_categories_to_an_interval() -> None:
+    from specmeter.bundled.demo import BENCH_PROMPTS, SPLIT_CATEGORIES, split_top_up
+    from specmeter.metrics.stats import MIN_CI_REQUESTS
+
+    legal = load_workloads([bundled_prompts("legal")], limit=BENCH_PROMPTS, top_up=split_top_up("legal"))
+    held = {c: len(p) for c, p in legal.by_category().items()}
+    for category in SPLIT_CATEGORIES:
+        assert held[category] == MIN_CI_REQUESTS
+    assert sum(1 for p in legal.prompts[:BENCH_PROMPTS]) == BENCH_PROMPTS
+    assert split_top_up("general") == {}

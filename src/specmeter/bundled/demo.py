@@ -89,6 +89,16 @@ DEMO_METHODS = ("ngram", "suffix", "layers:n=4")
 SPLIT_CATEGORIES = ("legal/redline",)
 
 
+def split_top_up(domain: str) -> dict[str, int]:
+    """The split categories of ``domain`` (:data:`SPLIT_CATEGORIES`), each to be benched on enough requests
+    for an interval (``metrics.stats.MIN_CI_REQUESTS``): the first :data:`BENCH_PROMPTS` legal prompts hold
+    3 or 4 of each of its 12 categories, and :func:`method_checks` compares the intervals there."""
+    from specmeter.metrics.stats import MIN_CI_REQUESTS
+    from specmeter.selection.route_analysis import top_domain
+
+    return {c: MIN_CI_REQUESTS for c in SPLIT_CATEGORIES if top_domain(c) == domain}
+
+
 @dataclass(frozen=True)
 class LoadPlan:
     """The sizes of "where speculation stops paying": batch sizes measured and predicted, prompts, tokens."""
@@ -298,6 +308,7 @@ def run_demo(
         cfg = MeasureConfig(
             target=target, drafts=[*drafts, *methods], prompts=bundled_prompts(domain), k=[4],
             max_tokens=32 if quick else BENCH_TOKENS, limit=QUICK_PROMPTS if quick else BENCH_PROMPTS,
+            top_up=None if quick else split_top_up(domain),
             json_out=out / f"{domain}.json", csv_out=out / f"{domain}.csv", log_out=out / f"{domain}.jsonl",
             cost_repeats=3 if quick else 9, kind="bench", store=store, threads=threads,
             extra={"domain": domain},

@@ -124,6 +124,9 @@ class MeasureConfig:
     top_p: float = 1.0
     max_tokens: int = 128
     limit: int | None = None
+    # With limit: further prompts of these categories until each holds this many (Workload.limit), so that a
+    # category the first ``limit`` prompts hold few of still gets an interval (the demo's legal bench).
+    top_up: Mapping[str, int] | None = None
     seed: int = 0
     json_out: Path | None = None
     csv_out: Path | None = None
@@ -172,6 +175,8 @@ class MeasureConfig:
             )
         _at_least("--max-tokens", self.max_tokens, 1)
         _at_least("--limit", self.limit, 1)
+        for category, count in (self.top_up or {}).items():
+            _at_least(f"top-up of {category!r}", count, 1)
         _at_least("--cost-repeats", self.cost_repeats, 1)
         _at_least("--threads", self.threads, 1)
         cpus = os.cpu_count() or 1
@@ -285,6 +290,7 @@ class MeasureConfig:
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "limit": self.limit,
+            **({"top_up": dict(self.top_up)} if self.top_up else {}),
             "seed": self.seed,
             "dtype": self.dtype,
             "device": self.device,

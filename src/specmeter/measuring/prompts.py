@@ -38,7 +38,7 @@ def prepare_prompts(cfg: MeasureConfig, target: ModelLike) -> list[PreparedPromp
     from specmeter.workloads import WorkloadError, load_workloads, render_prompt, turn_id
 
     try:
-        workload = load_workloads(cfg.prompt_files, cfg.limit)  # --limit: the first N of each file
+        workload = load_workloads(cfg.prompt_files, cfg.limit, cfg.top_up)  # --limit: first N of each file
     except WorkloadError as e:
         raise MeasureError(str(e)) from None
     context = target.max_positions

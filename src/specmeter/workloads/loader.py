@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -149,11 +150,23 @@ class Workload:
         """Distinct categories in order of first appearance."""
         return tuple(dict.fromkeys(p.category for p in self.prompts))
 
-    def limit(self, n: int) -> Workload:
-        """The first ``n`` prompts, in order (all of them if there are fewer)."""
+    def limit(self, n: int, top_up: Mapping[str, int] | None = None) -> Workload:
+        """The first ``n`` prompts, in order (all of them if there are fewer); with ``top_up``, then the
+        prompts after them of each category it names, in file order, until that category holds its number.
+
+        # categories [a, r, b, r, c, r, r], n 3, top_up {r: 3} -> the first 3 [a, r, b] + [r, r] at 3 and 5
+        """
         if n < 0:
             raise ValueError(f"limit must be >= 0, got {n}")
-        return Workload(path=self.path, prompts=self.prompts[:n], files=self.files[:n])
+        held = Counter(p.category for p in self.prompts[:n])
+        keep = list(range(min(n, len(self.prompts))))
+        for i in range(n, len(self.prompts)):
+            category = self.prompts[i].category
+            if top_up and held[category] < top_up.get(category, 0):
+                held[category] += 1
+                keep.append(i)
+        return Workload(path=self.path, prompts=tuple(self.prompts[i] for i in keep),
+                        files=tuple(self.files[i] for i in keep) if self.files else ())  # fmt: skip
 
     def by_category(self) -> dict[str, tuple[Prompt, ...]]:
         """Prompts grouped by category; categories in order of first appearance, prompts in file order."""
@@ -331,11 +344,14 @@ def load_workload(path: str | os.PathLike[str]) -> Workload:
     return Workload(path=file, prompts=tuple(prompts))
 
 
-def load_workloads(paths: Sequence[str | os.PathLike[str]], limit: int | None = None) -> Workload:
+def load_workloads(
+    paths: Sequence[str | os.PathLike[str]], limit: int | None = None, top_up: Mapping[str, int] | None = None
+) -> Workload:
     """Several golden sets as one workload: file after file, the first ``limit`` prompts of each (all
-    without), their categories together. Every problem of every file is collected before failing, as
-    :func:`load_workload` does for one; a file given twice, or an id that two files both use, is a problem
-    (an id names one request in every result, log and comparison). One path is :func:`load_workload`.
+    without; ``top_up`` as :meth:`Workload.limit` takes it), their categories together. Every problem of
+    every file is collected before failing, as :func:`load_workload` does for one; a file given twice, or an
+    id that two files both use, is a problem (an id names one request in every result, log and comparison).
+    One path is :func:`load_workload`.
     """
     if not paths:
         raise WorkloadError(["no golden set given"])
@@ -357,7 +373,7 @@ def load_workloads(paths: Sequence[str | os.PathLike[str]], limit: int | None = 
             problems.extend(e.problems)
             continue
         if limit is not None:
-            workload = workload.limit(limit)
+            workload = workload.limit(limit, top_up)
         for i, prompt in enumerate(workload.prompts):
             where = workload.where(i)
             if prompt.id in first:
