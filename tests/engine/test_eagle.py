@@ -258,7 +258,7 @@ def test_distill_method_eagle_trains_a_head_in_two_steps(tiny, tmp_path: Path) -
 
 
 def test_the_shipped_head_drafts_for_the_bundled_target() -> None:
-    """assets/models/eagle-legal (make models-eagle): a head for the bundled target, fp16, a few MB, whose
+    """assets/models/eagle-legal (make models-legal): a head for the bundled target, fp16, a few MB, whose
     greedy drafts on legal text are the target's own output and mostly accepted."""
     from specmeter.bundled.models import bundled_model
 

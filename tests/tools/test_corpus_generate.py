@@ -30,7 +30,7 @@ from corpus import generate as generate_module
 from corpus.cli import main
 from corpus.generate import build_sentences
 from corpus.golden import cut_prompt
-from corpus.legal_redline import revise
+from corpus.legal_redline import deal_particulars, revise
 from corpus.legal_review import changed_spans
 from corpus.spec import RegisterSpec
 from corpus.stats import copied_fraction, split_words
@@ -41,8 +41,12 @@ REGISTERS: tuple[Register, ...] = ("general", "legal")
 # main branch's tools/corpus at commit 56a293c, and again at 95c9458).
 FIRST_STAGE_PREFIX_SHA256 = "b06f3cd8a4f169d38edcb1393453262585d8b19839a91ba1528b11eae8114272"
 # sha256 of the same 400 + 400 documents with legal/redline, legal/review and general/extract drawn
-# (issue 40): the corpus `make models` trains on now. Re-pinned on purpose when they entered the draw.
-TRAINING_PREFIX_SHA256 = "4c2b624e91f91f5c4d6ccf9b859c618623c2c11d861ea2ad6d5dee9fc7302b83"
+# (issue 40), their redlines quoting plain clauses (--plain-quotes): the corpus of the target's first stage
+# and of the general drafts in `make models`. Re-pinned on purpose when they entered the draw.
+PLAIN_QUOTES_PREFIX_SHA256 = "4c2b624e91f91f5c4d6ccf9b859c618623c2c11d861ea2ad6d5dee9fc7302b83"
+# The same with the redlines' clauses ending in the deal's particulars (the default): the corpus of the
+# target's second stage (with more redlines), the distillation prompts and the golden sets.
+TRAINING_PREFIX_SHA256 = "eb028d8e4d693142616f501cc166509cbafee7d49e2552f463ebed8ce6ddabc4"
 _QUOTED = re.compile(r'"([^"]+)"')
 
 
@@ -138,11 +142,54 @@ def test_training_corpus_without_the_added_categories_is_the_first_models_corpus
 
 
 def test_training_corpus_is_pinned(tmp_path: Path) -> None:
-    """The first documents of the default training corpus, pinned: the bytes `make models` trains on. A
-    grammar change that alters them means the bundled models need retraining (and this pin a new value)."""
+    """The first documents of the training corpora, pinned: the bytes `make models` trains on. A grammar
+    change that alters them means the bundled models need retraining (and these pins new values)."""
     path = tmp_path / "corpus.jsonl"
     write_corpus(path, n_general=400, n_legal=400, seed=DEFAULT_SEED)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == TRAINING_PREFIX_SHA256
+    write_corpus(path, n_general=400, n_legal=400, seed=DEFAULT_SEED, particulars=False)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == PLAIN_QUOTES_PREFIX_SHA256
+
+
+def test_particulars_change_only_the_redlines_and_only_after_the_clause(tmp_path: Path) -> None:
+    """Without particulars every document is what it was; with them, only redlines differ, and each
+    differs by the particulars the clause ends with, restated in the amended text."""
+    plain = generate_documents("legal", 300, seed=DEFAULT_SEED, category=None)
+    with_p = [
+        Document("legal", *(lambda c, s: (c, " ".join(s)))(*build_sentences("legal", DEFAULT_SEED, i)))
+        for i in range(300)
+    ]
+    off = [
+        " ".join(build_sentences("legal", DEFAULT_SEED, i, particulars=False)[1]) for i in range(300)
+    ]
+    redlines = 0
+    for doc, p_doc, o_text in zip(plain, with_p, off, strict=True):
+        assert doc == p_doc  # the default has particulars
+        if doc.category != "legal/redline":
+            assert doc.text == o_text
+            continue
+        redlines += 1
+        orig, rev = _QUOTED.findall(doc.text)
+        head, clause = _split_particulars(orig)
+        assert head[1:] in rev  # restated ("In"/"in" after a lead-in): only the prompt holds it, so it is copied
+        assert "purchase order PO-" in head and head not in o_text and clause[1:] in o_text
+    assert redlines >= 10
+
+
+def _split_particulars(quoted: str) -> tuple[str, str]:
+    """ "In respect of ... and the sum of 4,918,817, the Supplier shall ..." -> the particulars, the clause."""
+    assert quoted.startswith("In respect of the premises at "), quoted
+    end = quoted.index(", ", quoted.index(" and the sum of "))
+    return quoted[:end], quoted[end + 2 :]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_deal_particulars_are_drawn_afresh_in_a_fixed_phrasing(seed: int) -> None:
+    text = deal_particulars(random.Random(seed))
+    pattern = (r"the premises at \d+ \w+ \w+, \w+, the account of .+ managed by \w+ \w+, purchase order "
+               r"PO-\d{5} dated .+ \d{4} and the sum of [\d,]+")  # fmt: skip
+    assert re.fullmatch(pattern, text), text
+    assert text != deal_particulars(random.Random(seed + 1000))
 
 
 def test_redline_documents_quote_a_clause_then_amend_it() -> None:
@@ -153,9 +200,10 @@ def test_redline_documents_quote_a_clause_then_amend_it() -> None:
         orig, rev = _QUOTED.findall(doc.text)
         assert orig != rev, doc.text
         # One amendment: the two versions share most of their words, in order.
-        same = difflib.SequenceMatcher(a=orig.split(), b=rev.split()).find_longest_match()
-        assert same.size >= min(len(orig.split()), len(rev.split())) // 2, doc.text
-        assert 10 <= len(orig.split()) <= 60
+        blocks = difflib.SequenceMatcher(a=orig.split(), b=rev.split()).get_matching_blocks()
+        assert sum(b.size for b in blocks) >= 0.8 * min(len(orig.split()), len(rev.split())), doc.text
+        particulars, clause = _split_particulars(orig)  # the deal's particulars, then the clause
+        assert 10 <= len(clause.split()) <= 60 and particulars[1:] in rev
 
 
 def test_review_documents_quote_two_drafts_then_quote_them_again() -> None:
@@ -355,6 +403,24 @@ def test_write_corpus(tmp_path: Path) -> None:
         write_corpus(tmp_path / "x.jsonl", 1, 1, seed=GOLDEN_SEED)
 
 
+def test_write_corpus_extra_spreads_forced_documents_among_the_others(tmp_path: Path) -> None:
+    base, extra = tmp_path / "base.jsonl", tmp_path / "extra.jsonl"
+    write_corpus(base, n_general=30, n_legal=20, seed=5)
+    stats = write_corpus(extra, n_general=30, n_legal=20, seed=5, extra=("legal/redline", 25))
+    rows = [json.loads(line) for line in extra.read_text(encoding="utf-8").splitlines()]
+    base_texts = {json.loads(line)["text"] for line in base.read_text(encoding="utf-8").splitlines()}
+    added = [i for i, row in enumerate(rows) if row["text"] not in base_texts]
+    assert len(rows) == 75 and len(added) == 25 and stats["documents"] == 75
+    assert all(rows[i]["category"] == "legal/redline" for i in added)
+    # [g, l, g, x, ...]: spread through the file, so the held-out tail of a trainer's split holds its share
+    assert added[0] < 5 and added[-1] > 65 and max(b - a for a, b in zip(added, added[1:])) <= 3
+    # The others are the base corpus, in order.
+    kept = [json.dumps(r, ensure_ascii=False) for i, r in enumerate(rows) if i not in set(added)]
+    assert kept == base.read_text(encoding="utf-8").splitlines()
+    with pytest.raises(ValueError, match="unknown legal sub-category"):
+        write_corpus(tmp_path / "x.jsonl", 1, 1, seed=5, extra=("legal/nope", 2))
+
+
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "c.jsonl"
     assert main(["--out", str(out), "--general", "12", "--legal", "8", "--seed", "4"]) == 0
@@ -365,3 +431,14 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         main([])
     with pytest.raises(SystemExit):
         main(["--out", str(out), "--seed", str(GOLDEN_SEED)])
+    for bad in ("legal/redline", "legal/redline=x", "legal/nope=3", "nope=3"):
+        with pytest.raises(SystemExit):
+            main(["--out", str(out), "--extra", bad])
+        assert "--extra" in capsys.readouterr().err
+    plain = tmp_path / "plain.jsonl"
+    assert main(["--out", str(plain), "--general", "0", "--legal", "60", "--plain-quotes",
+                 "--extra", "legal/redline=5"]) == 0  # fmt: skip
+    write_corpus(tmp_path / "api.jsonl", 0, 60, seed=DEFAULT_SEED, particulars=False, extra=("legal/redline", 5))
+    assert plain.read_bytes() == (tmp_path / "api.jsonl").read_bytes()
+    write_corpus(tmp_path / "p.jsonl", 0, 60, seed=DEFAULT_SEED, extra=("legal/redline", 5))
+    assert plain.read_bytes() != (tmp_path / "p.jsonl").read_bytes()

@@ -36,12 +36,15 @@ from specmeter.workloads import load_workload
 
 REGISTERS: tuple[Register, ...] = ("general", "legal")
 # sha256 of the "category<TAB>prompt" lines, in file order, of every prompt but those of the two
-# sub-categories issue 40 added, as the bundled files had them before (commit 95c9458).
+# sub-categories issue 40 added and of legal/redline (whose clauses gained the deal's particulars, issue 40),
+# as the bundled files had them before (commit 95c9458; the same digest from the files before and after the
+# particulars).
 EARLIER_PROMPTS_SHA256 = {
     "general": "1110d8e29ff042b9d1190d59e21d4e7846f2433c6424dbc34a93cb005f0a7028",
-    "legal": "1905ca578ce581b4b3265376cc4d3b5adf111e760846192a445bac6d49ac6afe",
+    "legal": "a6a088b088bb010384c9ea236aaa04c0333657e3230407f355fb16caa7a2f767",
 }
 ADDED_BY_ISSUE_40 = frozenset({"general/extract", "legal/review"})
+CHANGED_BY_ISSUE_40 = ADDED_BY_ISSUE_40 | {"legal/redline"}
 
 
 def _golden(register: Register) -> Path:
@@ -102,10 +105,11 @@ def test_legal_golden_set_has_a_review_category() -> None:
 
 @pytest.mark.parametrize("register", REGISTERS)
 def test_the_earlier_sub_categories_keep_their_prompts(register: Register) -> None:
-    """Adding the copying sub-categories changed no earlier prompt: only their positions (and ids)."""
+    """Adding the copying sub-categories (and the redlines' particulars) changed no other prompt: only their
+    positions (and ids)."""
     assert set(added_categories("general") + added_categories("legal")) >= ADDED_BY_ISSUE_40
     workload = load_workload(_golden(register))
-    lines = [f"{p.category}\t{p.text}" for p in workload if p.category not in ADDED_BY_ISSUE_40]
+    lines = [f"{p.category}\t{p.text}" for p in workload if p.category not in CHANGED_BY_ISSUE_40]
     digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
     assert digest == EARLIER_PROMPTS_SHA256[register]
 
@@ -130,7 +134,7 @@ def test_what_follows_a_copying_prompt_is_mostly_copied_from_it(register: Regist
         assert not wanted and fractions, name  # every bundled prompt is a candidate of its stream
         mean = sum(fractions) / len(fractions)
         if spec.quotes:
-            assert mean >= 0.65, (name, mean)  # measured: 0.70 to 0.86
+            assert mean >= 0.65, (name, mean)  # measured: 0.70 to 0.91
         else:
             assert mean < 0.1, (name, mean)  # measured: 0 to 0.03
 

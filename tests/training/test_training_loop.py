@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -235,9 +236,33 @@ def test_train_cli_with_copy_rows_reports_the_induction_probe(tmp_path: Path, co
     assert "of a repeated random string" in res.output and (out / "model.safetensors").is_file()
 
 
+def test_train_cli_init_continues_from_a_model(tmp_path: Path, corpus: Path) -> None:
+    """--init starts from a model's weights and tokenizer: its first steps' loss is the trained model's, well
+    below a fresh model's on the same tokenizer, and the result keeps the shape and tokenizer."""
+    small = ["--batch", "2", "--seq-len", "16"]
+
+    def train(out: str, *args: str) -> float:
+        res = runner.invoke(app, ["train", "--corpus", str(corpus), "--out", str(tmp_path / out), *small, *args])
+        assert res.exit_code == 0, res.output
+        return float(re.search(r"final loss ([\d.]+)", res.output).group(1))  # type: ignore[union-attr]
+
+    first = tmp_path / "first"
+    train("first", "--preset", "draft-tiny", "--vocab-size", "300", "--lr", "1e-2", "--steps", "40")
+    continued = train("continued", "--init", str(first), "--steps", "1")
+    fresh = train("fresh", "--preset", "draft-tiny", "--tokenizer", str(first), "--steps", "1")
+    assert continued < fresh - 0.5  # fresh starts near ln(300) ~ 5.7
+    out = tmp_path / "continued"
+    assert json.loads((out / "config.json").read_text())["hidden_size"] == json.loads(
+        (first / "config.json").read_text()
+    )["hidden_size"]
+    assert (out / "tokenizer.json").read_bytes() == (first / "tokenizer.json").read_bytes()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (["--init", "{tmp}/missing"], "no such directory"),
+        (["--init", "{tmp}", "--layers", "2", "--tokenizer", "{tmp}"], "drop --tokenizer, --layers"),
         (["--preset", "huge"], "--preset"),
         (["--copy-rows", "-1"], "--copy-rows must be in [0, 64]"),
         (["--copy-warmup", "5"], "--copy-warmup must be in [0, 0]"),
@@ -247,6 +272,7 @@ def test_train_cli_with_copy_rows_reports_the_induction_probe(tmp_path: Path, co
     ],
 )
 def test_train_cli_errors(tmp_path: Path, corpus: Path, args: list[str], message: str) -> None:
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     res = runner.invoke(app, ["train", "--corpus", str(corpus), "--out", str(tmp_path / "m"), *args])
     assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output
 

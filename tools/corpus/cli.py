@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from corpus.generate import DEFAULT_SEED, GOLDEN_SEED, write_corpus
+from corpus.generate import DEFAULT_SEED, GOLDEN_SEED, REGISTER_NAMES, category_spec, write_corpus
 from corpus.golden import HOLDOUT_SAMPLE, write_golden_sets
 from corpus.stats import format_stats
 
@@ -40,6 +40,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--legal", type=int, default=DEFAULT_DOCUMENTS, help="legal documents (%(default)s)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="training seed (%(default)s)")
     parser.add_argument(
+        "--plain-quotes",
+        action="store_true",
+        help="quote redlines' clauses without the deal's particulars (the corpus the bundled target first "
+        "trained on, docs/corpus.md)",
+    )
+    parser.add_argument(
+        "--extra",
+        metavar="CATEGORY=N",
+        help="add N documents of one sub-category, spread among the others (e.g. legal/redline=40000)",
+    )
+    parser.add_argument(
         "--golden",
         metavar="DIR",
         help=f"also write general.jsonl and legal.jsonl golden sets to DIR (seed {GOLDEN_SEED}), held "
@@ -57,9 +68,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--general and --legal must be >= 0")
     if args.seed == GOLDEN_SEED:
         parser.error(f"seed {GOLDEN_SEED} is reserved for the golden sets")
+    extra = None
+    if args.extra is not None:
+        category, _, count = args.extra.partition("=")
+        if not count.isdigit() or category.split("/", 1)[0] not in REGISTER_NAMES:
+            parser.error(f"--extra: {args.extra!r} is not CATEGORY=N (e.g. legal/redline=40000)")
+        try:
+            category_spec(category.split("/", 1)[0], category)  # type: ignore[arg-type]
+        except ValueError as e:
+            parser.error(f"--extra: {e}")
+        extra = (category, int(count))
     if args.out is not None:
         start = time.perf_counter()
-        stats = write_corpus(args.out, args.general, args.legal, args.seed)
+        stats = write_corpus(
+            args.out, args.general, args.legal, args.seed, particulars=not args.plain_quotes, extra=extra
+        )
         print(f"wrote {args.out} in {time.perf_counter() - start:.1f} s")
         print(format_stats(stats))
     if args.golden is not None:

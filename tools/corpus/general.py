@@ -17,8 +17,9 @@ from corpus.spec import CategorySpec, RegisterSpec
 BINDINGS = ("hero", "he", "him", "his", "himself", "friend", "town", "city", *general_extract.BINDINGS)
 
 
-def bind(exp: Expansion, category: str) -> None:
-    """Fix the protagonist (and pronouns), a friend, the home town and a nearby city of one text."""
+def bind(exp: Expansion, category: str, *, particulars: bool = True) -> None:
+    """Fix the protagonist (and pronouns), a friend, the home town and a nearby city of one text.
+    (``particulars`` concerns legal redlines only: the registers share one ``bind`` signature.)"""
     rng = exp.rng
     female = rng.random() < 0.5
     exp.bind("hero", rng.choice(slots.FEMALE_NAMES if female else slots.MALE_NAMES))

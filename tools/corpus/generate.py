@@ -125,13 +125,15 @@ def build_sentences(
     category: str | None = None,
     max_words: int | None = None,
     first_stage: bool = False,
+    particulars: bool = True,
 ) -> tuple[str, list[str]]:
     """Document ``index`` of the stream ``(register, seed[, category])``: its category and sentences.
 
     ``max_words`` stops after the first sentence that brings the text to that many words (counted
     between spaces); the sentences produced are those the full document starts with. ``first_stage``
     skips the second stage of the draw (module docs): the document as it was before the added
-    sub-categories existed, which is the same document unless one of them replaced it.
+    sub-categories existed, which is the same document unless one of them replaced it. ``particulars``
+    False quotes a redline's clause without the deal's particulars (:mod:`corpus.legal_redline`).
     """
     spec = _spec(register)
     rng = _rng(register, seed, index, category)
@@ -146,7 +148,7 @@ def build_sentences(
                 # A replaced document goes on with its own stream from here, as any other does.
                 cat = added[pick - len(first)]
     exp = spec.grammar.start(rng)
-    spec.bind(exp, cat.name)
+    spec.bind(exp, cat.name, particulars=particulars)
     # Drawn for every document, so a sub-category without numbers consumes the random stream alike.
     numbered = rng.random() < spec.numbering and cat.numbered
     clause = exp.bindings.get("cl", "1")
@@ -183,12 +185,12 @@ def build_sentences(
 
 
 def iter_documents(
-    register: Register, seed: int, *, category: str | None = None, start: int = 0
+    register: Register, seed: int, *, category: str | None = None, start: int = 0, particulars: bool = True
 ) -> Iterator[Document]:
     """An endless stream of documents (from index ``start``); see :func:`generate_documents`."""
     index = start
     while True:
-        name, sentences = build_sentences(register, seed, index, category=category)
+        name, sentences = build_sentences(register, seed, index, category=category, particulars=particulars)
         yield Document(register, name, " ".join(sentences))
         index += 1
 
@@ -220,24 +222,48 @@ def _interleave(n_general: int, n_legal: int) -> Iterator[Register]:
 
 
 def write_corpus(
-    path: str | os.PathLike[str], n_general: int, n_legal: int, seed: int = DEFAULT_SEED
+    path: str | os.PathLike[str],
+    n_general: int,
+    n_legal: int,
+    seed: int = DEFAULT_SEED,
+    *,
+    particulars: bool = True,
+    extra: tuple[str, int] | None = None,
 ) -> CorpusStats:
     """Write a training corpus as JSONL (``{"text", "register", "category"}`` per line); return its stats.
 
     The general and legal documents are those of :func:`generate_documents` with this ``seed``, in
     order within each register, interleaved in proportion. The golden sets' seed is refused.
+    ``particulars`` False quotes redlines' clauses without the deal's particulars (:mod:`corpus.legal_redline`).
+    ``extra`` ``(category, n)`` adds ``n`` documents of that sub-category, its own forced stream (so none
+    is one of the drawn documents), spread evenly among the others: a corpus that weights a task up.
     """
     if seed == GOLDEN_SEED:
         raise ValueError(f"seed {GOLDEN_SEED} is reserved for the golden sets; choose another")
     if n_general < 0 or n_legal < 0:
         raise ValueError("document counts must be >= 0")
-    streams = {name: iter_documents(name, seed) for name in REGISTER_NAMES}
+    extra_category, n_extra = extra if extra is not None else ("", 0)
+    if n_extra < 0:
+        raise ValueError("extra document count must be >= 0")
+    streams = {name: iter_documents(name, seed, particulars=particulars) for name in REGISTER_NAMES}
+    extras: Iterator[Document] = iter(())
+    if n_extra:
+        register = extra_category.split("/", 1)[0]
+        category_spec(register, extra_category)  # type: ignore[arg-type]  # ValueError naming the choices
+        extras = iter_documents(register, seed, category=extra_category, particulars=particulars)  # type: ignore[arg-type]
     accumulator = StatsAccumulator()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8", newline="\n") as handle:
-        for register in _interleave(n_general, n_legal):
-            document = next(streams[register])
+        for source in _spread(_interleave(n_general, n_legal), n_general + n_legal, n_extra):
+            document = next(extras) if source is None else next(streams[source])
             accumulator.add(document.register, document.category, document.text)
             handle.write(json.dumps(document.as_json(), ensure_ascii=False) + "\n")
     return accumulator.result()
+
+
+def _spread(registers: Iterator[Register], n: int, n_extra: int) -> Iterator[Register | None]:
+    """``registers`` (``n`` of them) with ``n_extra`` Nones spread evenly among them (None: an extra
+    document), in the proportional way :func:`_interleave` mixes the registers."""
+    for source in _interleave(n, n_extra):
+        yield next(registers) if source == "general" else None

@@ -64,11 +64,13 @@ BINDINGS = (
 _MUTUAL = frozenset({"legal/confidentiality", "legal/termination", "legal/liability", "legal/boilerplate"})
 
 
-def bind(exp: Expansion, category: str) -> None:
+def bind(exp: Expansion, category: str, *, particulars: bool = True) -> None:
     """Fix the parties, subject matter, law, currency and clause number of one contract.
 
     ``pa`` is the party a clause binds and ``pb`` the other: the supplier side, except that in mutual
     clauses (confidentiality, termination, ...) it is the customer side three times in ten.
+    ``particulars`` False quotes a redline's clause without the deal's particulars
+    (:func:`corpus.legal_redline.bind`).
     """
     rng = exp.rng
     sup_role, cus_role = rng.choice(_ROLES)
@@ -94,7 +96,7 @@ def bind(exp: Expansion, category: str) -> None:
     exp.bind("cur_name", currency)
     exp.bind("cl", str(rng.randint(2, 24)))
     if category == legal_redline.NAME:  # after every other draw, so the other categories' streams stay
-        legal_redline.bind(exp)
+        legal_redline.bind(exp, particulars=particulars)
     elif category == legal_review.NAME:
         legal_review.bind(exp)
 

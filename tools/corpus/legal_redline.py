@@ -9,6 +9,14 @@ The quoted clause is a sentence of another legal sub-category's body (its own gr
 rest of the register), expanded once per document when the parties and the law are bound; the amendment
 is applied to that text, so the two versions differ only where the edit says.
 
+The quoted clause begins with the deal's particulars (:func:`deal_particulars`: premises, an account, a
+purchase order, a sum, and the people and companies they concern: "In respect of the premises at ..., the
+Supplier shall ..."), as a real contract's clauses name them and no other document does: the amended text
+restates them first, so a continuation must copy them from the prompt, from its first words on. A draft
+model cannot predict them; a model-free proposer finds them in the prompt. ``particulars=False`` binds the
+clause without them, as the corpus the bundled target first trained on had it (``--plain-quotes``,
+docs/corpus.md); the document is then byte for byte what it was before particulars existed.
+
 The sub-category is drawn into the training corpus in the second stage of the draw (``added=True``,
 :mod:`corpus.generate`), so a target trained on it learns to copy a quoted clause as real models do; the
 golden sets ask for it by name. :mod:`corpus.legal_review` quotes and compares clauses bound the same way.
@@ -16,6 +24,7 @@ golden sets ask for it by name. :mod:`corpus.legal_review` quotes and compares c
 
 from __future__ import annotations
 
+import random
 import re
 
 from corpus import slots
@@ -47,6 +56,11 @@ _SWAPS = (
     ("not to be unreasonably withheld or delayed", "not to be unreasonably withheld, conditioned or delayed"),
     ("in writing", "in writing (including by email)"),
     ("material breach", "material or persistent breach"),
+)
+# The particulars a quoted clause applies to, always these, in this order (see deal_particulars).
+_PARTICULARS = (
+    "the premises at {address}, the account of {company} managed by {person}, purchase order {order} dated "
+    "{date} and the sum of {sum}"
 )
 _PERIOD = re.compile(r"\((\d+)\) (days|Business Days|months?)\b")
 
@@ -80,11 +94,15 @@ RULES: dict[str, list[str]] = {
 }
 
 
-def bind(exp: Expansion, quote_words: tuple[int, int] = _QUOTE_WORDS) -> None:
+def bind(exp: Expansion, quote_words: tuple[int, int] = _QUOTE_WORDS, *, particulars: bool = True) -> None:
     """Bind the clause (``orig``), its amended text (``rev``) and its reference (``red_ref``).
 
     Called after the register's own bindings, so the quoted clause names this document's parties. The
-    clause has ``quote_words`` (inclusive range) words.
+    clause has ``quote_words`` (inclusive range) words after its particulars (:func:`deal_particulars`, drawn
+    last, so ``particulars=False`` leaves every earlier draw as it was). First, not last: a continuation of
+    the amended text's first words then copies the particulars at once, where a bench of 48 tokens reads
+    them (at the end of the clause they began 14 to 51 tokens, 33 on average, into the golden redlines'
+    continuations).
     """
     rng = exp.rng
     exp.bind("red_ref", f"Clause {exp.bindings['cl']}.{rng.randint(1, 9)}")
@@ -95,8 +113,40 @@ def bind(exp: Expansion, quote_words: tuple[int, int] = _QUOTE_WORDS) -> None:
             break
     else:  # pragma: no cover - the grammar has hundreds of short clauses
         raise RuntimeError(f"{NAME}: no clause of {low}..{high} words in {_MAX_TRIES} tries")
+    if particulars:
+        # "The Supplier shall ..." -> "In respect of the premises at ... and the sum of 376,441, the Supplier shall ..."
+        text = f"In respect of {deal_particulars(exp.rng)}, {_lower_first(text)}"
     exp.bind("orig", text)
     exp.bind("rev", revise(text, exp))
+
+
+_KEEP_CAPITAL = frozenset({"Clause", "Clauses", "Schedule", "Part", "Annex", "Section"})
+
+
+def _lower_first(text: str) -> str:
+    """The clause as it reads after a lead-in: "The Supplier" -> "the Supplier"; "Clause 4" and "IP" stay."""
+    first = text.split(" ", 1)[0]
+    if first in _KEEP_CAPITAL or (len(first) > 1 and first[1].isupper()):
+        return text
+    return text[0].lower() + text[1:]
+
+
+def deal_particulars(rng: random.Random) -> str:
+    """The deal's particulars: "the premises at 14 Mill Lane, Ashbrook, the account of Granite Logistics
+    Limited managed by Sara Richards, purchase order PO-20417 dated 3 May 2026 and the sum of 376,441".
+
+    The address, company, person, order number, date and sum are drawn afresh, so only the document that
+    quotes them holds them; the words around them are always the same. That is deliberate: with 2 to 4 of
+    8 kinds of particular in a random order, 400 steps of the target's second stage taught it the phrasing
+    but not to copy (23% of its 4-grams on the golden redlines came from the prompt; it wrote a kind of
+    particular of its own at the first one and invented every value after it), while a fixed phrasing
+    taught a copy of the values in 100 to 200 steps (docs/methods.md).
+    """
+    return _PARTICULARS.format(
+        address=slots.address(rng), company=slots.company(rng), person=slots.person(rng),
+        order=f"PO-{rng.randrange(10_000, 100_000)}", date=slots.date(rng),
+        sum=slots.figures(rng.randrange(1_000, 10_000_000)),
+    )  # fmt: skip
 
 
 def revise(text: str, exp: Expansion) -> str:

@@ -81,7 +81,7 @@ RULES: dict[str, list[str]] = {
 
 def bind(exp: Expansion) -> None:
     """Bind the clause in two drafts (:func:`corpus.legal_redline.bind`) and the spans a review quotes."""
-    legal_redline.bind(exp, _QUOTE_WORDS)
+    legal_redline.bind(exp, _QUOTE_WORDS, particulars=False)  # a review compares clause wording
     context = exp.rng.randint(*_CONTEXT_WORDS)
     old, new, kept = changed_spans(exp.bindings["orig"], exp.bindings["rev"], context)
     exp.bind("rev_old", old)

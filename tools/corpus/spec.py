@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 from dataclasses import dataclass
 
 from corpus.grammar import Expansion, Grammar
@@ -35,17 +35,23 @@ class CategorySpec:
     quotes: bool = False
 
 
+class Binder(Protocol):
+    """A register's per-document set-up: ``bind(expansion, category, particulars=...)``."""
+
+    def __call__(self, exp: Expansion, category: str, *, particulars: bool = True) -> None: ...
+
+
 @dataclass(frozen=True)
 class RegisterSpec:
     """A register: its grammar, its sub-categories, and the per-document set-up.
 
-    ``bind(expansion, category)`` fills the document's bindings (names, parties, law) before the
-    first sentence.
+    ``bind(expansion, category, particulars=...)`` fills the document's bindings (names, parties, law)
+    before the first sentence; ``particulars`` False quotes legal redlines without the deal's particulars.
     ``numbering`` is the probability that a document's sentences carry clause numbers ("7.1", "7.2").
     """
 
     name: str
     grammar: Grammar
     categories: tuple[CategorySpec, ...]
-    bind: Callable[[Expansion, str], None]
+    bind: Binder
     numbering: float = 0.0

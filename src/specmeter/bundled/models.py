@@ -8,7 +8,7 @@ from pathlib import Path
 TARGET = "target"
 DRAFTS = ("draft-general", "draft-tiny", "draft-legal")
 # EAGLE-style heads on the target (``eagle:head=bundled:eagle-legal``; docs/methods.md), built by
-# ``make models-eagle``.
+# ``make models-legal``.
 HEADS = ("eagle-legal",)
 # The field report's candidates: A (general, mid-size), B (general, tiny), C (distilled on legal text).
 CANDIDATE_LETTER = {"draft-general": "A", "draft-tiny": "B", "draft-legal": "C"}

@@ -40,6 +40,12 @@ def train(
     kv_heads: int | None = typer.Option(None, "--kv-heads", help="Override the preset's KV heads."),
     intermediate: int | None = typer.Option(None, help="Override the preset's MLP width."),
     tokenizer: Path | None = typer.Option(None, help="Use this tokenizer directory (else train a BPE)."),
+    init: Path | None = typer.Option(
+        None,
+        "--init",
+        help="Start from this model directory, its weights, shape and tokenizer: continued training (e.g. "
+        "on a corpus that weights a task up); --preset and the shape options do not apply.",
+    ),
     vocab_size: int = typer.Option(2048, "--vocab-size", help="Vocabulary of a newly trained tokenizer."),
     where: str | None = typer.Option(None, "--filter", help="Only JSONL records with KEY=VALUE[,KEY=VALUE]."),
     steps: int = typer.Option(1000, help="Optimizer steps."),
@@ -62,11 +68,11 @@ def train(
 ) -> None:
     """Train a causal LM from a corpus; resumes from the checkpoint in the working directory."""
     from specmeter.engine.loader import resolve_device
-    from specmeter.modeldir import ModelDirError
+    from specmeter.modeldir import ModelDirError, inspect_model
     from specmeter.training.data import CorpusError, parse_filter, read_documents, tokenize_corpus
     from specmeter.training.lm import induction_score, ordinary_ids, train_language_model
     from specmeter.training.loop import TrainConfig
-    from specmeter.training.models import PRESETS, build_model, export, param_count
+    from specmeter.training.models import PRESETS, build_model, export, load_trainable, param_count
 
     if preset not in PRESETS:
         fail(f"--preset: {preset!r} is not one of {', '.join(PRESETS)}")
@@ -79,26 +85,46 @@ def train(
     check_range("--vocab-size", vocab_size, low=1)
     check_range("--copy-rows", copy_rows, low=0, high=batch * 4)
     check_range("--copy-warmup", copy_warmup, low=0, high=steps - 1 if copy_rows else 0)
-    work = check_training(lr, seed, out, work, {"--corpus": corpus, "--tokenizer": tokenizer})
+    if init is not None:
+        given = [name for name, value in (
+            ("--tokenizer", tokenizer), ("--hidden", hidden), ("--layers", layers), ("--heads", heads),
+            ("--kv-heads", kv_heads), ("--intermediate", intermediate),
+        ) if value is not None]  # fmt: skip
+        if given:
+            fail(f"--init {init} brings its own shape and tokenizer: drop {', '.join(given)}")
+    work = check_training(
+        lr, seed, out, work, {"--corpus": corpus, "--tokenizer": tokenizer, "--init": init}
+    )
     try:
         dev = resolve_device(device)
+        if init is not None:
+            inspect_model(init)  # config, tokenizer and weight headers before any work: one line if bad
         docs = read_documents(corpus, parse_filter(where))
     except (CorpusError, ModelDirError) as e:
         fail(str(e))
-    tok = load_or_train_tokenizer(tokenizer, docs, vocab_size, work / "tokenizer")
-    shape = PRESETS[preset].with_overrides(
-        hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, intermediate=intermediate
-    )
+    tok = load_or_train_tokenizer(init if init is not None else tokenizer, docs, vocab_size, work / "tokenizer")
     tokens = tokenize_corpus(docs, tok)
-    model = build_model(shape, tok, seed).to(dev)
+    if init is not None:
+        try:
+            model = load_trainable(init).to(dev)
+        except ModelDirError as e:
+            fail(str(e))
+        name = f"from {init}"
+    else:
+        shape = PRESETS[preset].with_overrides(
+            hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, intermediate=intermediate
+        )
+        model = build_model(shape, tok, seed).to(dev)
+        name = preset
+    max_positions = int(model.config.max_position_embeddings)
     console.print(
-        f"training {preset} ({param_count(model) / 1e6:.2f}M params) on {len(docs):,} documents, "
+        f"training {name} ({param_count(model) / 1e6:.2f}M params) on {len(docs):,} documents, "
         f"{tokens.train.numel():,} tokens; {steps} steps × {batch} × {seq_len}"
     )
     cfg = TrainConfig(
         steps=steps,
         batch=batch,
-        seq_len=min(seq_len, shape.max_positions - 1),
+        seq_len=min(seq_len, max_positions - 1),
         lr=lr,
         seed=seed,
         copy_rows=copy_rows,
