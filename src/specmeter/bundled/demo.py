@@ -73,7 +73,9 @@ SEED_ROI = {
 # Layer skipping and the EAGLE head add two runs more (at 0.55× and 0.65× on general text, 0.82× and 1.75× on
 # legal, about 3.4 and 1.8 baseline runs' time): on 2026-12-05 the whole demo took 6 min 22 s on 2 quiet
 # cores (general bench 1 min 44 s, legal 2 min 14 s; the last run without them had taken 5 min 32 s), about
-# 7 min 46 s with a fresh install's 1 min 24 s added, so the benches keep 40 prompts.
+# 7 min 46 s with a fresh install's 1 min 24 s added, so the benches keep 40 prompts. (Those are the first
+# head's figures; the head retrained at 1,600 steps runs at 1.92× on legal, and make demo on a fresh clone
+# took 6 min 54 s with the install, README.)
 BENCH_PROMPTS, BENCH_TOKENS, TUNE_PROMPTS = 40, 48, 24
 # `--quick` benches the first 11 prompts of each set: one of each legal category, `legal/redline` (the 11th)
 # included, so the smoke run shows every row and category the full run does.
