@@ -53,9 +53,14 @@ def test_replayed_head_proposes_what_it_proposed_live() -> None:
         )
         w = walk(row, prompt, gen.output_ids, k=K, max_tokens=MAX, eos_ids=target.eos_ids, request_id=p.id,
                  category="")  # fmt: skip
+        # A draft that matched through EOS: the live loop counts its acceptance past EOS, replay stops at EOS
+        # (docs/metrics.md, "EOS inside a step" and "A draft that matches through the response's EOS"), so
+        # replay accepts min(a, emitted) there: live (3, 2, 1) -> replay (3, 1, 1), drafts [EOS, x, y]. The
+        # step counts in past_end when drafts went on past EOS.
         assert [(s.drafted, s.accepted, s.emitted) for s in w.record.steps] == [
-            (s.drafted, s.accepted, s.emitted) for s in gen.steps
+            (s.drafted, min(s.accepted, s.emitted), s.emitted) for s in gen.steps
         ]
+        assert w.past_end == sum(1 for s in gen.steps if s.emitted <= s.accepted and s.drafted > s.emitted)
         accepted += sum(s.accepted for s in gen.steps)
         drafted += sum(s.drafted for s in gen.steps)
     assert replay_drafts == live_drafts and len(live_drafts) > 5
