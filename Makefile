@@ -167,16 +167,17 @@ bench: $(STAMP)
 # The bundled demo models, reproducible from fixed seeds. The corpus generator is a build tool outside the
 # installed package (tools/corpus, docs/corpus.md). The corpus uses seed 0 and 60k+60k documents: the
 # golden sets are checked to be held out against exactly that corpus (docs/corpus.md); the distillation
-# prompts are cut from its first 3,000 legal documents, so they are training data too. The target trains in
-# two stages. First, on the corpus with redlines quoting plain clauses (--plain-quotes): 1,600 steps on
-# repeated random strings alone, until an induction head forms (--copy-warmup, training/data.py), then 800
-# corpus steps with 8 such rows beside each batch (about 2 hours on 2 CPU cores). Second, 600 steps from it
-# (--init) on the corpus whose redlines quote the deal's particulars, with 60,000 more redlines spread among
-# the documents (46% of the text), in windows of 512 tokens (a redline runs to 287 tokens, median: in
-# windows of 256 most that hold the amended particulars do not hold the quoted ones, and teach the target to
-# invent them): there it learns to copy what only the prompt holds (about 25 minutes). The general drafts train on the first stage's corpus; the distilled draft and the EAGLE head
-# learn from the finished target on prompts with particulars. Resumable: rerun after an interruption and
-# every stage continues from its checkpoint. Not part of the tests.
+# prompts are cut from its first 3,000 documents of each register, so they are training data too. The target
+# trains in two stages. First, on the corpus with redlines quoting plain clauses (--plain-quotes): 1,600
+# steps on repeated random strings alone, until an induction head forms (--copy-warmup, training/data.py),
+# then 800 corpus steps with 8 such rows beside each batch (about 2 hours on 2 CPU cores). Second, 600 steps
+# from it (--init) on the corpus whose redlines quote the deal's particulars, with 60,000 more redlines
+# spread among the documents (46% of the text), in windows of 512 tokens (a redline runs to 287 tokens,
+# median: in windows of 256 most that hold the amended particulars do not hold the quoted ones, and teach
+# the target to invent them): there it learns to copy what only the prompt holds (about 25 minutes). The
+# general drafts train on the first stage's corpus; A is then distilled from the finished target on general
+# prompts, C from A on legal prompts with particulars, and the EAGLE head on the latter. Resumable: rerun
+# after an interruption and every stage continues from its checkpoint. Not part of the tests.
 WORK := .models-work
 TARGET_STEPS ?= 2400
 COPY_STEPS ?= 600
@@ -194,7 +195,7 @@ models: $(STAMP)
 		--vocab-size 2048 --steps $(TARGET_STEPS) --copy-rows 8 --copy-warmup 1600 --seed 0 --work $(WORK)/target
 	$(BIN)/specmeter train --corpus $(WORK)/corpus-copy.jsonl --init $(WORK)/target-base --out $(MODELS)/target \
 		--steps $(COPY_STEPS) --batch 8 --seq-len 512 --lr 3e-4 --seed 5 --work $(WORK)/target-copy
-	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/draft-general --preset draft-general \
+	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(WORK)/draft-general-base --preset draft-general \
 		--tokenizer $(MODELS)/target --filter register=general --steps $(GENERAL_STEPS) --seed 1 \
 		--work $(WORK)/draft-general
 	$(BIN)/specmeter train --corpus $(WORK)/corpus.jsonl --out $(MODELS)/draft-tiny --preset draft-tiny \
@@ -202,10 +203,16 @@ models: $(STAMP)
 		--work $(WORK)/draft-tiny
 	$(MAKE) models-legal
 
-# What learns from the finished target (`make models-legal` retrains nothing else; resumable too): the
-# distilled legal draft, and the EAGLE-3 head (eagle:head=$(MODELS)/eagle-legal, docs/methods.md).
+# What learns from the finished target (`make models-legal` retrains nothing else; resumable too): the general
+# draft A distilled on general prompts (as a target's small sibling is), the legal draft C distilled from A on
+# legal prompts, and the EAGLE-3 head (eagle:head=$(MODELS)/eagle-legal, docs/methods.md).
 models-legal: $(STAMP)
 	mkdir -p $(WORK)
+	test -f $(WORK)/general-prompts.jsonl || PYTHONPATH=tools $(BIN)/python -m corpus \
+		--out $(WORK)/general-prompts.jsonl --general 3000 --legal 0 --seed 0
+	$(BIN)/specmeter distill --target $(MODELS)/target --init $(WORK)/draft-general-base \
+		--corpus $(WORK)/general-prompts.jsonl --out $(MODELS)/draft-general --num-prompts 2000 \
+		--steps $(DISTILL_STEPS) --seed 6 --work $(WORK)/draft-general-distill
 	test -f $(WORK)/distill-prompts.jsonl || PYTHONPATH=tools $(BIN)/python -m corpus \
 		--out $(WORK)/distill-prompts.jsonl --general 0 --legal 3000 --seed 0
 	$(BIN)/specmeter distill --target $(MODELS)/target --init $(MODELS)/draft-general \
