@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -159,9 +160,7 @@ def test_particulars_change_only_the_redlines_and_only_after_the_clause(tmp_path
         Document("legal", *(lambda c, s: (c, " ".join(s)))(*build_sentences("legal", DEFAULT_SEED, i)))
         for i in range(300)
     ]
-    off = [
-        " ".join(build_sentences("legal", DEFAULT_SEED, i, particulars=False)[1]) for i in range(300)
-    ]
+    off = [" ".join(build_sentences("legal", DEFAULT_SEED, i, particulars=False)[1]) for i in range(300)]
     redlines = 0
     for doc, p_doc, o_text in zip(plain, with_p, off, strict=True):
         assert doc == p_doc  # the default has particulars
@@ -171,13 +170,13 @@ def test_particulars_change_only_the_redlines_and_only_after_the_clause(tmp_path
         redlines += 1
         orig, rev = _QUOTED.findall(doc.text)
         head, clause = _split_particulars(orig)
-        assert head[1:] in rev  # restated ("In"/"in" after a lead-in): only the prompt holds it, so it is copied
+        assert head[1:] in rev  # restated ("In"/"in" after a lead-in): only the prompt holds it: copied
         assert "purchase order PO-" in head and head not in o_text and clause[1:] in o_text
     assert redlines >= 10
 
 
 def _split_particulars(quoted: str) -> tuple[str, str]:
-    """ "In respect of ... and the sum of 4,918,817, the Supplier shall ..." -> the particulars, the clause."""
+    """ "In respect of ... the sum of 4,918,817, the Supplier shall ..." -> the particulars, the clause."""
     assert quoted.startswith("In respect of the premises at "), quoted
     end = quoted.index(", ", quoted.index(" and the sum of "))
     return quoted[:end], quoted[end + 2 :]
@@ -413,7 +412,7 @@ def test_write_corpus_extra_spreads_forced_documents_among_the_others(tmp_path: 
     assert len(rows) == 75 and len(added) == 25 and stats["documents"] == 75
     assert all(rows[i]["category"] == "legal/redline" for i in added)
     # [g, l, g, x, ...]: spread through the file, so the held-out tail of a trainer's split holds its share
-    assert added[0] < 5 and added[-1] > 65 and max(b - a for a, b in zip(added, added[1:])) <= 3
+    assert added[0] < 5 and added[-1] > 65 and max(b - a for a, b in itertools.pairwise(added)) <= 3
     # The others are the base corpus, in order.
     kept = [json.dumps(r, ensure_ascii=False) for i, r in enumerate(rows) if i not in set(added)]
     assert kept == base.read_text(encoding="utf-8").splitlines()
@@ -438,7 +437,8 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plain = tmp_path / "plain.jsonl"
     assert main(["--out", str(plain), "--general", "0", "--legal", "60", "--plain-quotes",
                  "--extra", "legal/redline=5"]) == 0  # fmt: skip
-    write_corpus(tmp_path / "api.jsonl", 0, 60, seed=DEFAULT_SEED, particulars=False, extra=("legal/redline", 5))
+    extra = ("legal/redline", 5)
+    write_corpus(tmp_path / "api.jsonl", 0, 60, seed=DEFAULT_SEED, particulars=False, extra=extra)
     assert plain.read_bytes() == (tmp_path / "api.jsonl").read_bytes()
     write_corpus(tmp_path / "p.jsonl", 0, 60, seed=DEFAULT_SEED, extra=("legal/redline", 5))
     assert plain.read_bytes() != (tmp_path / "p.jsonl").read_bytes()

@@ -242,7 +242,8 @@ def test_train_cli_init_continues_from_a_model(tmp_path: Path, corpus: Path) -> 
     small = ["--batch", "2", "--seq-len", "16"]
 
     def train(out: str, *args: str) -> float:
-        res = runner.invoke(app, ["train", "--corpus", str(corpus), "--out", str(tmp_path / out), *small, *args])
+        base = ["train", "--corpus", str(corpus), "--out", str(tmp_path / out)]
+        res = runner.invoke(app, [*base, *small, *args])
         assert res.exit_code == 0, res.output
         return float(re.search(r"final loss ([\d.]+)", res.output).group(1))  # type: ignore[union-attr]
 
@@ -252,9 +253,10 @@ def test_train_cli_init_continues_from_a_model(tmp_path: Path, corpus: Path) -> 
     fresh = train("fresh", "--preset", "draft-tiny", "--tokenizer", str(first), "--steps", "1")
     assert continued < fresh - 0.5  # fresh starts near ln(300) ~ 5.7
     out = tmp_path / "continued"
-    assert json.loads((out / "config.json").read_text())["hidden_size"] == json.loads(
-        (first / "config.json").read_text()
-    )["hidden_size"]
+    assert (
+        json.loads((out / "config.json").read_text())["hidden_size"]
+        == json.loads((first / "config.json").read_text())["hidden_size"]
+    )
     assert (out / "tokenizer.json").read_bytes() == (first / "tokenizer.json").read_bytes()
 
 

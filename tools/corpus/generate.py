@@ -234,7 +234,8 @@ def write_corpus(
 
     The general and legal documents are those of :func:`generate_documents` with this ``seed``, in
     order within each register, interleaved in proportion. The golden sets' seed is refused.
-    ``particulars`` False quotes redlines' clauses without the deal's particulars (:mod:`corpus.legal_redline`).
+    ``particulars`` False quotes redlines' clauses without the deal's particulars
+    (:mod:`corpus.legal_redline`).
     ``extra`` ``(category, n)`` adds ``n`` documents of that sub-category, its own forced stream (so none
     is one of the drawn documents), spread evenly among the others: a corpus that weights a task up.
     """

@@ -114,7 +114,7 @@ def bind(exp: Expansion, quote_words: tuple[int, int] = _QUOTE_WORDS, *, particu
     else:  # pragma: no cover - the grammar has hundreds of short clauses
         raise RuntimeError(f"{NAME}: no clause of {low}..{high} words in {_MAX_TRIES} tries")
     if particulars:
-        # "The Supplier shall ..." -> "In respect of the premises at ... and the sum of 376,441, the Supplier shall ..."
+        # "The Supplier shall ..." -> "In respect of the premises at ..., the Supplier shall ..."
         text = f"In respect of {deal_particulars(exp.rng)}, {_lower_first(text)}"
     exp.bind("orig", text)
     exp.bind("rev", revise(text, exp))

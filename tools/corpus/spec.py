@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol
 from dataclasses import dataclass
+from typing import Protocol
 
 from corpus.grammar import Expansion, Grammar
 

@@ -74,8 +74,9 @@ SEED_ROI = {
 # legal, about 3.4 and 1.8 baseline runs' time): on 2026-12-05 the whole demo took 6 min 22 s on 2 quiet
 # cores (general bench 1 min 44 s, legal 2 min 14 s; the last run without them had taken 5 min 32 s), about
 # 7 min 46 s with a fresh install's 1 min 24 s added, so the benches keep 40 prompts. The legal bench adds 7
-# redlining prompts (:func:`split_top_up`). The fresh-clone time with the models of the deal's particulars is
-# in README.
+# redlining prompts (:func:`split_top_up`). With the models rebuilt on the deal's particulars (2026-12-06)
+# `make demo` on a fresh clone took 9 min 14 s with the install, nothing else running, close to the budget
+# (general bench about 1 min 20 s; legal bench, 47 prompts, about 3 min 10 s).
 BENCH_PROMPTS, BENCH_TOKENS, TUNE_PROMPTS = 40, 48, 24
 # `--quick` benches the first 12 prompts of each set: one of each legal category, `legal/redline` and
 # `legal/review` (the 11th and 12th) included, and two of each general one, so the smoke run shows every row

@@ -92,9 +92,7 @@ def train(
         ) if value is not None]  # fmt: skip
         if given:
             fail(f"--init {init} brings its own shape and tokenizer: drop {', '.join(given)}")
-    work = check_training(
-        lr, seed, out, work, {"--corpus": corpus, "--tokenizer": tokenizer, "--init": init}
-    )
+    work = check_training(lr, seed, out, work, {"--corpus": corpus, "--tokenizer": tokenizer, "--init": init})
     try:
         dev = resolve_device(device)
         if init is not None:
@@ -102,7 +100,8 @@ def train(
         docs = read_documents(corpus, parse_filter(where))
     except (CorpusError, ModelDirError) as e:
         fail(str(e))
-    tok = load_or_train_tokenizer(init if init is not None else tokenizer, docs, vocab_size, work / "tokenizer")
+    source = init if init is not None else tokenizer
+    tok = load_or_train_tokenizer(source, docs, vocab_size, work / "tokenizer")
     tokens = tokenize_corpus(docs, tok)
     if init is not None:
         try:
