@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
 from corpus import general, legal
 from corpus.grammar import finish
@@ -85,6 +85,14 @@ def added_categories(register: Register) -> tuple[str, ...]:
 def category_spec(register: Register, name: str) -> CategorySpec:
     """The description of sub-category ``name`` of ``register`` (``ValueError`` naming the choices)."""
     return _category(_spec(register), name)
+
+
+def category_register(name: str) -> Register:
+    """The register of sub-category ``name``: "legal/redline" -> "legal" (``ValueError`` naming the choices
+    when either is unknown)."""
+    register = cast(Register, name.split("/", 1)[0])
+    category_spec(register, name)
+    return register
 
 
 def _drawn(spec: RegisterSpec) -> tuple[CategorySpec, ...]:
@@ -249,9 +257,8 @@ def write_corpus(
     streams = {name: iter_documents(name, seed, particulars=particulars) for name in REGISTER_NAMES}
     extras: Iterator[Document] = iter(())
     if n_extra:
-        register = extra_category.split("/", 1)[0]
-        category_spec(register, extra_category)  # type: ignore[arg-type]  # ValueError naming the choices
-        extras = iter_documents(register, seed, category=extra_category, particulars=particulars)  # type: ignore[arg-type]
+        register = category_register(extra_category)
+        extras = iter_documents(register, seed, category=extra_category, particulars=particulars)
     accumulator = StatsAccumulator()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
